@@ -1,0 +1,1 @@
+"""The Polyglot Image Search service (FastAPI) and the ``polyglot`` command line."""

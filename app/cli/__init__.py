@@ -1,0 +1,36 @@
+"""``polyglot``: one command line for set-up, indexing, training, evaluation, tagging and serving."""
+
+from __future__ import annotations
+
+import typer
+
+from app.cli import captions_cmd, index_cmd, models_cmd, serve_cmd, tag_cmd, train_cmd
+from app.cli.logging_setup import configure_logging
+
+cli = typer.Typer(
+    name="polyglot",
+    help="Polyglot Image Search: search photos in any language, caption and tag them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@cli.callback()
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs (structured, to stderr)."),
+) -> None:
+    configure_logging(verbose)
+
+
+index_cmd.app.add_typer(captions_cmd.app, name="captions")
+cli.add_typer(index_cmd.app, name="index")
+cli.add_typer(models_cmd.app, name="models")
+cli.add_typer(tag_cmd.tags_app, name="tags")
+tag_cmd.register(cli)
+train_cmd.register(cli)
+serve_cmd.register(cli)
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,114 @@
+"""``polyglot index captions add|list|stats|remove``: the caption collection used by ``POST /captions``.
+
+Captions are embedded by the configured text tower (sentence embeddings cached by text hash), so they live
+in the image space and an image finds its best captions by cosine similarity.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from tqdm.auto import tqdm
+
+from app.settings import ServiceSettings
+from indexer.captions import CaptionFileError, CaptionIndex, read_captions
+from indexer.embedders import TextEmbedder
+
+app = typer.Typer(help="Index captions for image → caption retrieval.", no_args_is_help=True)
+console = Console(stderr=True)
+
+
+def load_embedder(settings: ServiceSettings) -> TextEmbedder:
+    """The text side the service uses (tower + its text encoder); a seam for tests."""
+    embedder = TextEmbedder.from_tower(settings.tower_path, settings.resolved_models_dir, device=settings.device)
+    embedder.load()
+    return embedder
+
+
+@contextmanager
+def opened() -> Iterator[CaptionIndex]:
+    settings = ServiceSettings()
+    try:
+        embedder = load_embedder(settings)
+    except (FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/] cannot load the text tower: {exc}", highlight=False)
+        raise typer.Exit(code=2) from None
+    index = CaptionIndex.open(settings.resolved_captions_dir, embedder, settings.resolved_cache_dir)
+    try:
+        yield index
+    finally:
+        index.close()
+
+
+def _langs(value: str | None) -> list[str] | None:
+    return [code.strip().lower() for code in value.split(",") if code.strip()] if value else None
+
+
+@app.command("add")
+def add(
+    file: Path = typer.Argument(..., help="JSONL with the shared schema: image, lang, text, source."),
+    lang: str | None = typer.Option(None, "--lang", help="Only these languages, comma-separated (e.g. en,fr)."),
+    images: Path | None = typer.Option(
+        None, "--images", help="Only captions of these image ids: a file with one id per line (e.g. a split)."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Embed and index the captions of FILE that are not indexed yet (same language and text)."""
+    try:
+        captions = read_captions(file, _langs(lang))
+        if images is not None:
+            keep = {line.strip() for line in images.read_text(encoding="utf-8").splitlines() if line.strip()}
+            captions = [c for c in captions if c.image in keep]
+    except (CaptionFileError, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(code=2) from None
+    if not captions:
+        console.print(f"[red]error:[/] no captions to add from {file}" + (f" in {lang}" if lang else ""))
+        raise typer.Exit(code=2)
+    with opened() as index:
+        with tqdm(total=len(captions), unit="caption", desc="captions", disable=quiet) as bar:
+            added = index.add(captions, progress=bar.update)
+            bar.update(max(0, len(captions) - bar.n))
+        console.print(
+            f"added {added}, already indexed {len(captions) - added}; the collection holds {len(index)} captions"
+        )
+
+
+@app.command("stats")
+def stats() -> None:
+    """Captions per language, as JSON."""
+    with opened() as index:
+        typer.echo(json.dumps(index.stats(), indent=2, ensure_ascii=False))
+
+
+@app.command("list")
+def list_captions(
+    lang: str | None = typer.Option(None, "--lang", help="Only this language."),
+    offset: int = typer.Option(0, min=0),
+    limit: int = typer.Option(20, min=1, max=10_000),
+) -> None:
+    """Print captions as JSON lines."""
+    with opened() as index:
+        for hit in index.list(lang, offset, limit):
+            row = {"id": hit.id, "lang": hit.lang, "text": hit.text, "image": hit.image, "source": hit.source}
+            typer.echo(json.dumps(row, ensure_ascii=False))
+
+
+@app.command("remove")
+def remove(
+    lang: str | None = typer.Option(None, "--lang", help="Remove captions in this language."),
+    source: str | None = typer.Option(None, "--source", help="Remove captions from this source."),
+    image: str | None = typer.Option(None, "--image", help="Remove the captions of this image id."),
+) -> None:
+    """Remove the captions matching all given filters."""
+    if not (lang or source or image):
+        console.print("[red]error:[/] give --lang, --source and/or --image")
+        raise typer.Exit(code=2)
+    with opened() as index:
+        removed = index.remove(lang=lang, source=source, image=image)
+        console.print(f"removed {removed}; the collection holds {len(index)} captions")

@@ -1,0 +1,146 @@
+"""``polyglot index add|remove|list|stats|rebuild``: fill and maintain the image index from the shell.
+
+User mistakes (missing paths, bad manifests, an index built with another encoder, a busy index) print one
+clear line and exit with code 2; Ctrl-C keeps everything committed so far and exits with 130.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from indexer.collection import ImageIndex, IndexBusyError, IndexMismatchError, IndexNotFoundError
+from indexer.encoders.factory import UnknownEncoderError
+from indexer.settings import IndexerSettings
+from indexer.sources import SourceError, expand_sources
+from indexer.store.sidecar import SidecarError
+
+app = typer.Typer(help="Build and maintain the image index.", no_args_is_help=True)
+console = Console(stderr=True)
+out = Console()
+
+USER_ERRORS = (SourceError, IndexMismatchError, IndexNotFoundError, IndexBusyError, UnknownEncoderError, SidecarError)
+
+
+def fail(message: str) -> typer.Exit:
+    console.print(f"[red]error:[/] {message}", highlight=False)
+    return typer.Exit(code=2)
+
+
+@contextmanager
+def opened(create: bool = False, rebuild_if_stale: bool = False, progress: bool = False) -> Iterator[ImageIndex]:
+    """Open the configured index, turning user-level problems into a one-line error and exit code 2."""
+    try:
+        index = ImageIndex.open(IndexerSettings(), create=create, rebuild_if_stale=rebuild_if_stale, progress=progress)
+    except USER_ERRORS as exc:
+        raise fail(str(exc)) from None
+    try:
+        yield index
+    except USER_ERRORS as exc:
+        raise fail(str(exc)) from None
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted:[/] everything indexed so far is saved; run the command again to go on")
+        raise typer.Exit(code=130) from None
+    finally:
+        index.close()
+
+
+@app.command("add")
+def add(
+    paths: list[Path] = typer.Argument(..., help="Folders (recursive), image files, or CSV/JSONL manifests."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Embed and index new or changed images; unchanged ones (same path and content) are skipped."""
+    try:
+        sources = expand_sources(paths)
+    except SourceError as exc:
+        raise fail(str(exc)) from None
+    if not sources.paths:
+        raise fail("no images found in " + ", ".join(str(p) for p in paths))
+    with opened(create=True) as index:
+        report = index.add_paths(sources.paths, sources.metadata, progress=not quiet)
+        for path, reason in report.failed[:20]:
+            console.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
+        if len(report.failed) > 20:
+            console.print(f"[yellow]… and {len(report.failed) - 20} more unreadable files[/]")
+        console.print(
+            f"added {report.added}, unchanged {report.skipped}, failed {len(report.failed)}; "
+            f"the index holds {len(index)} images"
+        )
+
+
+@app.command("remove")
+def remove(
+    ids: list[int] = typer.Argument(None, help="Image ids (see `polyglot index list`)."),
+    path: list[Path] = typer.Option(None, "--path", help="Remove by file path (repeatable)."),
+) -> None:
+    """Remove images from the index (the files themselves are not touched)."""
+    wanted = list(ids or [])
+    if not wanted and not path:
+        raise fail("give image ids or --path PATH")
+    with opened() as index:
+        if path:
+            resolved = [str(Path(p).expanduser().resolve()) for p in path]
+            found = index.store.by_paths(resolved)
+            for missing in sorted(set(resolved) - set(found)):
+                console.print(f"[yellow]not indexed:[/] {missing}", highlight=False)
+            wanted += [image_id for image_id, _ in found.values()]
+        removed = index.remove(wanted)
+        console.print(f"removed {removed} of {len(set(wanted))} requested; the index holds {len(index)} images")
+
+
+@app.command("list")
+def list_images(
+    limit: int = typer.Option(20, min=1, max=100_000, help="How many images."),
+    offset: int = typer.Option(0, min=0, help="Skip this many (by id)."),
+    as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a table."),
+) -> None:
+    """Show indexed images by id."""
+    with opened() as index:
+        records = index.list(offset=offset, limit=limit)
+    if as_json:
+        for record in records:
+            out.print_json(json.dumps(record.to_json(), ensure_ascii=False), indent=None)
+        return
+    table = Table("id", "size", "title", "tags")
+    table.add_column("path", overflow="fold")  # full paths: users copy them into `remove --path`
+    for record in records:
+        table.add_row(
+            str(record.id), f"{record.width}x{record.height}", record.title or "", ", ".join(record.tags), record.path
+        )
+    out.print(table)
+
+
+@app.command("stats")
+def stats(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """Counts, index kind, sizes on disk and in memory, encoder and image space."""
+    with opened() as index:
+        numbers: dict[str, Any] = index.stats()
+    if as_json:
+        out.print_json(json.dumps(numbers))
+        return
+    table = Table("", "", show_header=False)
+    for key, value in numbers.items():
+        table.add_row(key, "" if value is None else str(value))
+    out.print(table)
+
+
+@app.command("rebuild")
+def rebuild(quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar.")) -> None:
+    """Re-derive all vectors (features cache, re-encoding misses) in the current image space and index kind."""
+    with opened(rebuild_if_stale=True, progress=not quiet) as index:
+        # An index in an outdated image space was already rebuilt while opening: do not do it twice.
+        report = index.rebuilt_on_open or index.rebuild(progress=not quiet)
+        for path, reason in report.failed[:20]:
+            console.print(f"[yellow]dropped[/] {path}: {reason}", highlight=False)
+        console.print(
+            f"rebuilt {report.added} vectors ({index.stats()['index_type']}); dropped {len(report.failed)} "
+            "unreadable images"
+        )

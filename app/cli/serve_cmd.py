@@ -1,0 +1,150 @@
+"""``polyglot serve``: index what is new in a folder (and a caption file), then serve the API and web page.
+
+Default collection when ``--images`` is not given (and ``POLYGLOT_IMAGES_DIR`` is unset): the dev split of
+``../shared/data/m30k-f8k`` when present (its 1,000 images, with their captions for ``/captions``),
+otherwise the sample photos that ship inside scikit-image (``skimage/data``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from app.settings import ServiceSettings
+
+console = Console(stderr=True)
+SHARED = Path("../shared/data/m30k-f8k")
+
+
+@dataclass
+class Collection:
+    name: str
+    paths: list[Path]
+    captions: Path | None = None
+    caption_images: set[str] | None = field(default=None)
+
+
+def shared_data_root() -> Path | None:
+    """``../shared/data/m30k-f8k`` from the working directory or from the repository root."""
+    repo = Path(__file__).resolve().parents[2]
+    for root in (Path.cwd() / SHARED, repo / SHARED):
+        if (root / "images").is_dir() and (root / "splits" / "dev.txt").is_file():
+            return root.resolve()
+    return None
+
+
+def skimage_photos() -> list[Path]:
+    try:
+        import skimage.data
+    except ImportError:
+        return []
+    folder = Path(skimage.data.__file__).parent
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in {".png", ".jpg", ".jpeg"})
+
+
+def default_collection() -> Collection:
+    root = shared_data_root()
+    if root is not None:
+        ids = [line.strip() for line in (root / "splits" / "dev.txt").read_text().splitlines() if line.strip()]
+        paths = [root / "images" / image for image in ids if (root / "images" / image).is_file()]
+        captions = root / "captions.jsonl"
+        return Collection(f"{root} (dev split)", paths, captions if captions.is_file() else None, set(ids))
+    return Collection("scikit-image sample photos", skimage_photos())
+
+
+def folder_collection(folder: Path) -> Collection:
+    from indexer.sources import SourceError, expand_sources
+
+    try:
+        sources = expand_sources([folder])
+    except SourceError as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(code=2) from None
+    return Collection(str(folder), sources.paths)
+
+
+def index_collection(settings: ServiceSettings, collection: Collection, captions: Path | None, quiet: bool) -> None:
+    from app.cli.captions_cmd import load_embedder
+    from indexer.captions import CaptionFileError, CaptionIndex, read_captions
+    from indexer.collection import ImageIndex, IndexBusyError, IndexMismatchError
+
+    try:
+        # A new tower may expect another image space: re-derive the vectors (cached features) instead of refusing.
+        with ImageIndex.open(settings, create=True, rebuild_if_stale=True) as index:
+            if collection.paths:
+                report = index.add_paths(collection.paths, progress=not quiet)
+                console.print(
+                    f"{collection.name}: added {report.added}, unchanged {report.skipped}, "
+                    f"failed {len(report.failed)}; the index holds {len(index)} images"
+                )
+    except (IndexMismatchError, IndexBusyError) as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(code=2) from None
+    if captions is None:
+        return
+    try:
+        rows = read_captions(captions)
+    except CaptionFileError as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(code=2) from None
+    if collection.caption_images is not None:
+        rows = [row for row in rows if row.image in collection.caption_images]
+    caption_index = CaptionIndex.open(
+        settings.resolved_captions_dir, load_embedder(settings), settings.resolved_cache_dir
+    )
+    try:
+        added = caption_index.add(rows)
+        console.print(f"captions: added {added}; the collection holds {len(caption_index)} captions")
+    finally:
+        caption_index.close()
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command("serve")
+    def serve(
+        images: Path | None = typer.Option(
+            None, "--images", help="Folder to index (what is new) and serve. Default: see `polyglot serve --help`."
+        ),
+        captions: Path | None = typer.Option(None, "--captions", help="JSONL captions (image/lang/text/source)."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+        port: int = typer.Option(8000, "--port", min=1, max=65535),
+        no_index: bool = typer.Option(False, "--no-index", help="Serve the index as it is; index nothing."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    ) -> None:
+        """Index what is new, then serve the search API and web page on http://HOST:PORT.
+
+        Without --images: POLYGLOT_IMAGES_DIR, else the m30k-f8k dev split in ../shared/data (1,000 images and
+        their captions), else the sample photos bundled with scikit-image.
+        """
+        import uvicorn
+
+        from app.main import create_app
+        from indexer.embedders import shipped_tower_path
+
+        settings = ServiceSettings()
+        tower = settings.tower_path or shipped_tower_path()
+        if not (tower / "config.json").is_file():
+            console.print(
+                f"[red]error:[/] no text tower at {tower}: train one with `polyglot train` or point "
+                "POLYGLOT_TOWER_PATH at a tower folder",
+                highlight=False,
+            )
+            raise typer.Exit(code=2)
+        folder = images or settings.images_dir
+        if not no_index:
+            if folder is not None:
+                if not folder.is_dir():
+                    console.print(f"[red]error:[/] {folder}: not a folder", highlight=False)
+                    raise typer.Exit(code=2)
+                collection = folder_collection(folder)
+            else:
+                collection = default_collection()
+            if captions is not None and not captions.is_file():
+                console.print(f"[red]error:[/] {captions}: no such file", highlight=False)
+                raise typer.Exit(code=2)
+            index_collection(settings, collection, captions or settings.captions_file or collection.captions, quiet)
+        console.print(f"serving on http://{host}:{port}  (API docs: http://{host}:{port}/docs)")
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")

@@ -1,0 +1,249 @@
+"""The loaded state of the service: text embedder, image index, caption index, the thread pool's limiter.
+
+Built once in the lifespan (:func:`load_engine`, itself run in a worker thread since loading models blocks).
+Every blocking call from a request goes through :meth:`Engine.run`, i.e. ``anyio.to_thread.run_sync`` with a
+:class:`anyio.CapacityLimiter` sized by ``POLYGLOT_THREAD_POOL_SIZE``: the event loop never runs inference.
+
+``components`` holds optional parts loaded by startup hooks (see ``app/main.py``), e.g. the tagger.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import numpy as np
+from PIL import Image
+from sqlalchemy import select
+
+from app.batcher import Batcher
+from app.settings import ServiceSettings
+from indexer.captions import CaptionIndex
+from indexer.collection import Hit, ImageIndex
+from indexer.embedders import TextEmbedder
+from indexer.store.metadata import ImageRecord, ImageRow
+
+log = logging.getLogger("app.engine")
+_worker_state = threading.local()
+T = TypeVar("T")
+
+
+class QueryCache:
+    """A small thread-safe LRU of query text → vector: popular queries skip the text encoder."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> np.ndarray | None:
+        with self._lock:
+            vector = self._items.get(key)
+            if vector is not None:
+                self._items.move_to_end(key)
+            return vector
+
+    def put(self, key: str, vector: np.ndarray) -> None:
+        if self.size <= 0:
+            return
+        with self._lock:
+            self._items[key] = vector
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+@dataclass
+class Engine:
+    settings: ServiceSettings
+    text: TextEmbedder
+    images: ImageIndex
+    captions: CaptionIndex
+    limiter: anyio.CapacityLimiter
+    load_seconds: dict[str, float] = field(default_factory=dict)
+    components: dict[str, Any] = field(default_factory=dict)
+    query_cache: QueryCache = field(default_factory=lambda: QueryCache(0))
+    text_batcher: Batcher[list[Hit]] | None = None
+    _records: dict[int, tuple[float, ImageRecord]] = field(default_factory=dict)
+    _records_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    async def start(self) -> None:
+        """Start the event-loop side (the search micro-batcher); called by the lifespan."""
+        if self.settings.search_batch_size > 1:
+            self.text_batcher = Batcher(
+                self.run, self.search_texts, self.settings.search_batch_size, self.settings.search_batch_workers
+            )
+            await self.text_batcher.start()
+
+    async def stop(self) -> None:
+        if self.text_batcher is not None:
+            await self.text_batcher.stop()
+            self.text_batcher = None
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking function in the service's bounded thread pool."""
+        return await anyio.to_thread.run_sync(self._in_worker, fn, *args, limiter=self.limiter)
+
+    def _in_worker(self, fn: Callable[..., T], *args: Any) -> T:
+        # OpenMP thread counts are per calling thread: a worker thread left at the default runs FAISS (and the
+        # OpenMP OpenBLAS under it) on every core, and two such workers spin against each other (measured: 5x
+        # slower searches on 2 cores). Pin each worker once.
+        if getattr(_worker_state, "omp_threads", None) != self.settings.inference_threads:
+            import faiss
+
+            faiss.omp_set_num_threads(self.settings.inference_threads)
+            _worker_state.omp_threads = self.settings.inference_threads
+        return fn(*args)
+
+    @property
+    def text_languages(self) -> list[str] | None:
+        langs = self.text.languages
+        return sorted(langs) if langs is not None else None
+
+    def supports(self, lang: str) -> bool:
+        return self.text.encoder.supports(lang)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit query vectors for many texts; cached ones skip the encoder, the rest go in one batch."""
+        vectors: list[np.ndarray | None] = [self.query_cache.get(text) for text in texts]
+        missing = [i for i, vector in enumerate(vectors) if vector is None]
+        if missing:
+            fresh = self.text.embed([texts[i] for i in missing])
+            for row, i in enumerate(missing):
+                vectors[i] = fresh[row]
+                self.query_cache.put(texts[i], fresh[row])
+        return np.stack([v for v in vectors if v is not None])
+
+    def search_texts(self, items: Sequence[tuple[str, int]]) -> list[list[Hit]]:
+        """``(text, depth)`` pairs → the best ``depth`` hits of each, in one encoder pass and one FAISS call."""
+        vectors = self.embed_queries([text for text, _ in items])
+        depth = max(d for _, d in items)
+        hits = self.images.search(vectors, depth)
+        return [row[:d] for row, (_, d) in zip(hits, items, strict=True)]
+
+    async def search_text(self, text: str, depth: int) -> list[Hit]:
+        """The best ``depth`` hits for a text query (micro-batched with concurrent queries when enabled)."""
+        if self.text_batcher is not None:
+            return await self.text_batcher.submit((text, depth))
+        return (await self.run(self.search_texts, [(text, depth)]))[0]
+
+    def records(self, ids: Sequence[int]) -> dict[int, ImageRecord]:
+        """Metadata of many images: recently read ones from memory, the rest in one SQL query.
+
+        Result pages hit the same images again and again; the ORM read costs more than the vector search.
+        Entries live ``record_cache_seconds`` (metadata edited by another process shows up after that) and
+        are dropped at once when this service removes the image.
+        """
+        now = time.monotonic()
+        found: dict[int, ImageRecord] = {}
+        with self._records_lock:
+            for i in ids:
+                entry = self._records.get(int(i))
+                if entry is not None and entry[0] > now:
+                    found[int(i)] = entry[1]
+        missing = [int(i) for i in ids if int(i) not in found]
+        if missing:
+            with self.images.store.transaction() as session:
+                rows = session.scalars(select(ImageRow).where(ImageRow.id.in_(missing)))
+                fresh = {int(row.id): ImageRecord.from_row(row) for row in rows}
+            found.update(fresh)
+            ttl = self.settings.record_cache_seconds
+            if ttl > 0:
+                with self._records_lock:
+                    if len(self._records) > 100_000:
+                        self._records.clear()
+                    self._records.update({i: (now + ttl, record) for i, record in fresh.items()})
+        return found
+
+    def forget(self, ids: Sequence[int]) -> None:
+        with self._records_lock:
+            for i in ids:
+                self._records.pop(int(i), None)
+
+    def embed_image(self, image: Image.Image) -> np.ndarray:
+        return self.images.embed_image(image)[0]
+
+    def close(self) -> None:
+        for component in self.components.values():
+            closer = getattr(component, "close", None)
+            if callable(closer):
+                closer()
+        self.captions.close()
+        self.images.close()
+
+
+def _timed(seconds: dict[str, float], name: str, fn: Callable[[], T]) -> T:
+    start = time.perf_counter()
+    result = fn()
+    seconds[name] = time.perf_counter() - start
+    return result
+
+
+def load_engine(settings: ServiceSettings) -> Engine:
+    """Load the text embedder, open the image and caption indexes and warm the encoders (blocking)."""
+    import faiss
+    import torch
+
+    torch.set_num_threads(settings.torch_threads or settings.inference_threads)
+    faiss.omp_set_num_threads(settings.inference_threads)
+    # Use BLAS (cache-blocked matrix products) from 2 queries up: a micro-batch then reads the vectors once.
+    faiss.cvar.distance_compute_blas_threshold = 2
+    seconds: dict[str, float] = {}
+
+    def load_text() -> TextEmbedder:
+        embedder = TextEmbedder.from_tower(settings.tower_path, settings.resolved_models_dir, device=settings.device)
+        if hasattr(embedder.encoder, "threads"):  # ONNX/numpy encoders take their intra-op threads at load
+            embedder.encoder.threads = settings.inference_threads
+        embedder.load()
+        embedder.embed(["warm up"])
+        return embedder
+
+    text = _timed(seconds, "text_embedder", load_text)
+    if text.tower.image_encoder != settings.image_encoder:
+        raise RuntimeError(
+            f"the text tower was trained for image encoder {text.tower.image_encoder!r}, but "
+            f"POLYGLOT_IMAGE_ENCODER is {settings.image_encoder!r}: set it to {text.tower.image_encoder}"
+        )
+    images = _timed(
+        seconds, "image_index", lambda: ImageIndex.open(settings, image_space=text.tower.image_space, create=True)
+    )
+    return assemble(settings, text, images, seconds)
+
+
+def assemble(
+    settings: ServiceSettings, text: TextEmbedder, images: ImageIndex, seconds: dict[str, float] | None = None
+) -> Engine:
+    """Finish an engine from a loaded embedder and an open image index (tests pass small fakes here)."""
+    seconds = dict(seconds or {})
+    # Loads the image encoder now rather than on the first upload, and checks it end to end.
+    _timed(seconds, "image_encoder", lambda: images.embed_image(Image.new("RGB", (32, 32), (128, 128, 128))))
+    captions = _timed(
+        seconds,
+        "caption_index",
+        lambda: CaptionIndex.open(settings.resolved_captions_dir, text, settings.resolved_cache_dir),
+    )
+    _warm_langdetect()
+    return Engine(
+        settings=settings,
+        text=text,
+        images=images,
+        captions=captions,
+        limiter=anyio.CapacityLimiter(settings.thread_pool_size),
+        load_seconds=seconds,
+        query_cache=QueryCache(settings.query_cache_size),
+    )
+
+
+def _warm_langdetect() -> None:
+    # langdetect loads its profiles lazily and not thread-safely: do it once, before requests arrive.
+    from langdetect import DetectorFactory, detect_langs
+
+    DetectorFactory.seed = 0  # deterministic answers for the same text
+    detect_langs("warm up the language profiles")

@@ -1,0 +1,104 @@
+"""The FastAPI application: ``create_app(settings)``; run with ``polyglot serve`` (or ``uvicorn --factory``).
+
+Every router is served under ``/v1`` (documented in OpenAPI) and at the root (the short form, same handlers,
+hidden from the schema). Models and indexes load once in the lifespan, in a worker thread.
+
+Adding a component (e.g. the tagger) takes two lines here:
+
+1. append its router to ``ROUTERS`` (``from app.routers import tag`` … ``tag.router``);
+2. append a start-up hook to ``STARTUP_HOOKS``: a *blocking* function ``hook(engine) -> None`` that loads the
+   component and stores it in ``engine.components["tagger"]`` (it runs in a worker thread after the engine
+   is loaded; anything with a ``close()`` is closed at shutdown).
+
+The router then reads it with a dependency, e.g.
+``TaggerDep = Annotated[Tagger, Depends(lambda engine: engine.components["tagger"])]`` taking ``EngineDep``,
+and runs its inference through ``await engine.run(fn, ...)`` (the bounded thread pool).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio.to_thread
+from fastapi import APIRouter, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from app.body_limit import BodyLimitMiddleware
+from app.engine import Engine, load_engine
+from app.metrics import Metrics, RequestMetricsMiddleware
+from app.routers import captions, health, images, search, tag
+from app.schemas.search import SCORE_DOC
+from app.settings import ServiceSettings
+
+log = logging.getLogger("app")
+
+STATIC_DIR = Path(__file__).parent / "static"
+ROUTERS: list[APIRouter] = [search.router, captions.router, images.router, tag.router, health.router]
+STARTUP_HOOKS: list[Callable[[Engine], None]] = [tag.load_tagger_component]
+EngineFactory = Callable[[ServiceSettings], Engine]
+
+DESCRIPTION = (
+    "Search photos in any language the text encoder covers, find similar images, and caption images from a "
+    "caption collection. All endpoints live under `/v1`; the same paths without the prefix are kept as short "
+    "forms.\n\n" + SCORE_DOC + "\n\nAdmin endpoints need the `X-API-Key` header (POLYGLOT_API_KEY)."
+)
+
+
+def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFactory | None = None) -> FastAPI:
+    """The service. ``settings`` default to the environment (read here, not at import);
+    ``engine_factory`` replaces :func:`app.engine.load_engine` (tests pass small fakes)."""
+    settings = settings or ServiceSettings()
+    factory = engine_factory or load_engine
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = await anyio.to_thread.run_sync(factory, settings)
+        try:
+            for hook in STARTUP_HOOKS:
+                await anyio.to_thread.run_sync(hook, engine)
+            for component, seconds in engine.load_seconds.items():
+                metrics.load_seconds.labels(component).set(seconds)
+            await engine.start()
+            app.state.engine = engine
+            yield
+        finally:
+            app.state.engine = None
+            await engine.stop()
+            await anyio.to_thread.run_sync(engine.close)
+
+    app = FastAPI(
+        title="Polyglot Image Search",
+        version="1.0.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.metrics = metrics
+    app.state.engine = None
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_upload_bytes)
+    # Added last = outermost: requests refused by the body limit are counted and logged too.
+    app.add_middleware(RequestMetricsMiddleware, metrics=metrics, log_requests=settings.log_requests)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["*"],
+        )
+    for router in ROUTERS:
+        app.include_router(router, prefix="/v1")
+        app.include_router(router, include_in_schema=False)  # short form: /search == /v1/search
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    return app

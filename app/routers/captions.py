@@ -1,0 +1,107 @@
+"""``POST /captions`` and ``GET /images/{id}/captions``: an image → its best captions, per language."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+from fastapi import APIRouter, File, Form, HTTPException, Path, Query, UploadFile, status
+
+from app.deps import EngineDep
+from app.engine import Engine
+from app.routers.common import record_or_404, upload_vector
+from app.schemas.captions import CaptionResult, CaptionsResponse
+from app.schemas.search import SCORE_DOC
+
+router = APIRouter(tags=["captions"])
+
+MAX_CAPTIONS = 50
+LangList = Annotated[
+    list[str] | None,
+    Query(max_length=20, description="Caption languages (repeat the parameter); default all available."),
+]
+CaptionK = Annotated[int, Query(ge=1, le=MAX_CAPTIONS, description="Captions per language.")]
+
+
+def _languages(engine: Engine, lang: list[str] | None) -> list[str]:
+    available = engine.captions.languages()
+    if not lang:
+        return available
+    wanted = list(dict.fromkeys(code.strip().lower() for code in lang))
+    unknown = [code for code in wanted if code not in available]
+    if unknown:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"no captions in {', '.join(map(repr, unknown))}: the caption collection has "
+            f"{', '.join(available) or 'no captions (index some with `polyglot index captions add FILE.jsonl`)'}",
+        )
+    return wanted
+
+
+async def _answer(
+    engine: Engine, vector: np.ndarray, lang: list[str] | None, k: int, image_id: int | None
+) -> CaptionsResponse:
+    langs = await engine.run(_languages, engine, lang)
+    found = await engine.run(engine.captions.search, vector, langs, k)
+    return CaptionsResponse(
+        image_id=image_id,
+        captions={
+            code: [
+                CaptionResult(
+                    id=h.id,
+                    text=h.text,
+                    score=float(np.clip(h.score, -1.0, 1.0)),
+                    rank=rank,
+                    image=h.image,
+                    source=h.source,
+                )
+                for rank, h in enumerate(hits, start=1)
+            ]
+            for code, hits in found.items()
+        },
+        available_languages=await engine.run(engine.captions.languages),
+    )
+
+
+@router.post(
+    "/captions",
+    response_model=CaptionsResponse,
+    summary="Best captions for an image",
+    description="Image → captions: the image's unit vector against the caption collection (captions embedded "
+    "by the text tower into the same space), in the requested languages. " + SCORE_DOC,
+)
+async def captions_for_upload(
+    engine: EngineDep,
+    file: Annotated[UploadFile | None, File(description="An image (JPEG, PNG, WebP, …).")] = None,
+    image_id: Annotated[int | None, Form(ge=0, le=2**62, description="Or: the id of an indexed image.")] = None,
+    lang: LangList = None,
+    k: CaptionK = 5,
+) -> CaptionsResponse:
+    if (file is None) == (image_id is None):
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, "send exactly one of: an image file (field 'file') or 'image_id'"
+        )
+    if image_id is not None:
+        return await captions_for_image(engine, image_id, lang, k)
+    assert file is not None
+    _, vector = await upload_vector(engine, file)
+    return await _answer(engine, np.asarray(vector), lang, k, None)
+
+
+@router.get(
+    "/images/{image_id}/captions",
+    response_model=CaptionsResponse,
+    summary="Best captions for an indexed image",
+    description="Captions for an indexed image, from its stored vector. " + SCORE_DOC,
+)
+async def captions_for_image(
+    engine: EngineDep,
+    image_id: Annotated[int, Path(ge=0, le=2**62)],
+    lang: LangList = None,
+    k: CaptionK = 5,
+) -> CaptionsResponse:
+    await record_or_404(engine, image_id)
+    vector = await engine.run(engine.images.vector, image_id)
+    if vector is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {image_id} has no vector in the index")
+    return await _answer(engine, np.asarray(vector), lang, k, image_id)

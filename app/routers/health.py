@@ -1,0 +1,49 @@
+"""``/health`` (the process answers), ``/ready`` (models and index loaded), ``/metrics`` (Prometheus)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response, status
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from app.schemas.health import Health, Ready
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health", response_model=Health, summary="Liveness: the process answers")
+async def health() -> Health:
+    return Health(status="ok")
+
+
+@router.get(
+    "/ready",
+    response_model=Ready,
+    summary="Readiness: models and index loaded",
+    responses={503: {"description": "Still loading."}},
+)
+async def ready(request: Request) -> Response:
+    engine = getattr(request.app.state, "engine", None)
+    if engine is None:
+        return JSONResponse({"status": "loading"}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+    images, captions = await engine.run(lambda: (len(engine.images), len(engine.captions)))
+    body = Ready(
+        status="ready",
+        images=images,
+        captions=captions,
+        text_encoder=engine.text.encoder.name,
+        image_encoder=engine.images.encoder.name,
+        load_seconds={k: round(v, 4) for k, v in engine.load_seconds.items()},
+    )
+    return JSONResponse(body.model_dump())
+
+
+@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+async def metrics(request: Request) -> Response:
+    collected = request.app.state.metrics
+    engine = getattr(request.app.state, "engine", None)
+    if engine is not None:
+        images, captions = await engine.run(lambda: (len(engine.images), len(engine.captions)))
+        collected.images.set(images)
+        collected.captions.set(captions)
+    return Response(generate_latest(collected.registry), media_type=CONTENT_TYPE_LATEST)

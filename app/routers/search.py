@@ -1,0 +1,180 @@
+"""``GET /search`` (text → images, any language the text encoder covers) and ``POST /search/image``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, status
+
+from app.deps import EngineDep
+from app.engine import Engine
+from app.language_names import language_names
+from app.routers.common import image_url, record_or_404, thumbnail_url, upload_vector
+from app.schemas.images import ImageMetadata
+from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
+from indexer.collection import Hit
+
+router = APIRouter(tags=["search"])
+
+MAX_K = 100
+MAX_OFFSET = 10_000
+# langdetect's codes → the text encoders' codes.
+_DETECTED_ALIASES = {"zh-cn": "zh"}
+
+KParam = Annotated[int, Query(ge=1, le=MAX_K, description=f"Results per page (1–{MAX_K}).")]
+OffsetParam = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Results to skip (pagination).")]
+MinScoreParam = Annotated[
+    float | None, Query(ge=-1.0, le=1.0, description="Drop results scoring below this cosine similarity.")
+]
+
+
+def _detect(text: str) -> tuple[str | None, float | None]:
+    from langdetect import detect_langs
+    from langdetect.lang_detect_exception import LangDetectException
+
+    try:
+        best = detect_langs(text)[0]
+    except (LangDetectException, IndexError):
+        return None, None  # digits, emoji, punctuation: nothing to detect
+    return _DETECTED_ALIASES.get(best.lang, best.lang), round(float(best.prob), 4)
+
+
+def _language(engine: Engine, q: str, lang: str | None) -> LanguageInfo:
+    if lang is not None:
+        code = lang.strip().lower()
+        if not engine.supports(code):
+            supported = ", ".join(engine.text_languages or [])
+            raise HTTPException(
+                status.HTTP_422_UNPROCESSABLE_CONTENT,
+                f"unsupported lang {lang!r}: the text encoder {engine.text.encoder.name!r} supports {supported} "
+                "(or leave lang out to detect it)",
+            )
+        return LanguageInfo(requested=code, used=code, supported=True)
+    detected, probability = _detect(q)
+    known = engine.supports(detected) if detected else None
+    return LanguageInfo(detected=detected, probability=probability, used=detected, supported=known)
+
+
+def _image_hits(engine: Engine, vector: np.ndarray, depth: int) -> list[Hit]:
+    return engine.images.search(vector[None, :], depth)[0]
+
+
+def _page(
+    engine: Engine, ranked: list[Hit], k: int, offset: int, min_score: float | None, exclude: int | None = None
+) -> tuple[list[SearchResult], int | None, int]:
+    """One page (``ranked`` = the best offset+k hits, or one more when ``exclude`` is set) with metadata."""
+    hits = [h for h in ranked if h.id != exclude][offset : offset + k]
+    more = len(hits) == k
+    if min_score is not None:
+        kept = [h for h in hits if h.score >= min_score]
+        more = more and len(kept) == len(hits)
+        hits = kept
+    records = engine.records([h.id for h in hits])
+    results = [
+        SearchResult(
+            id=h.id,
+            score=float(np.clip(h.score, -1.0, 1.0)),
+            rank=offset + position + 1,
+            thumbnail_url=thumbnail_url(h.id),
+            image_url=image_url(h.id),
+            metadata=ImageMetadata.from_record(records[h.id]),
+        )
+        for position, h in enumerate(hits)
+        if h.id in records  # removed between the FAISS search and the SQL read: skip, never 500
+    ]
+    next_offset = offset + k if more and offset + k <= MAX_OFFSET else None
+    return results, next_offset, len(engine.images)  # len takes the index's read lock: not on the event loop
+
+
+@router.get(
+    "/search",
+    response_model=SearchResponse,
+    summary="Search images by text, in any supported language",
+    description="Text → images, best first. `lang` is validated against the text encoder's languages when "
+    "given (422 with the supported list otherwise) and detected when absent. " + SCORE_DOC,
+)
+async def search_text(
+    engine: EngineDep,
+    q: Annotated[str, Query(min_length=1, max_length=2000, description="What to look for, in any language.")],
+    lang: Annotated[
+        str | None,
+        Query(max_length=16, description="ISO 639-1 code of `q` (see /languages). Absent: detected and reported."),
+    ] = None,
+    k: KParam = 20,
+    offset: OffsetParam = 0,
+    min_score: MinScoreParam = None,
+) -> SearchResponse:
+    query = q.strip()
+    if not query:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "empty query: q must contain some text")
+    limit = engine.settings.max_query_chars
+    if len(query) > limit:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"query too long: {len(query)} characters, the limit is {limit}"
+        )
+    if lang is None:
+        language = await engine.run(_language, engine, query, lang)  # langdetect is slow pure Python
+    else:
+        language = _language(engine, query, lang)  # a set lookup: no thread hop
+    ranked = await engine.search_text(query, offset + k)
+    results, next_offset, total = await engine.run(_page, engine, ranked, k, offset, min_score)
+    return SearchResponse(
+        query=query,
+        language=language,
+        k=k,
+        offset=offset,
+        min_score=min_score,
+        results=results,
+        next_offset=next_offset,
+        total_images=total,
+    )
+
+
+@router.post(
+    "/search/image",
+    response_model=SearchResponse,
+    summary="Find visually similar images",
+    description="Image → similar images, from an upload or an indexed image's id (the same frozen image "
+    "features as the index; the query image itself is left out when asked by id). " + SCORE_DOC,
+)
+async def search_image(
+    engine: EngineDep,
+    file: Annotated[UploadFile | None, File(description="An image (JPEG, PNG, WebP, …).")] = None,
+    image_id: Annotated[int | None, Form(ge=0, le=2**62, description="Or: the id of an indexed image.")] = None,
+    k: KParam = 20,
+    offset: OffsetParam = 0,
+    min_score: MinScoreParam = None,
+) -> SearchResponse:
+    if (file is None) == (image_id is None):
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, "send exactly one of: an image file (field 'file') or 'image_id'"
+        )
+    if image_id is not None:
+        await record_or_404(engine, image_id)
+        vector = await engine.run(engine.images.vector, image_id)
+        if vector is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {image_id} has no vector in the index")
+    else:
+        assert file is not None
+        _, vector = await upload_vector(engine, file)
+    depth = offset + k + (1 if image_id is not None else 0)
+    ranked = await engine.run(_image_hits, engine, np.asarray(vector), depth)
+    results, next_offset, total = await engine.run(_page, engine, ranked, k, offset, min_score, image_id)
+    return SearchResponse(
+        query_image_id=image_id,
+        k=k,
+        offset=offset,
+        min_score=min_score,
+        results=results,
+        next_offset=next_offset,
+        total_images=total,
+    )
+
+
+@router.get("/languages", response_model=LanguagesResponse, summary="Languages for queries and captions")
+async def languages(engine: EngineDep) -> LanguagesResponse:
+    text_langs = engine.text_languages
+    caption_langs = await engine.run(engine.captions.languages)
+    names = language_names([*(text_langs or []), *caption_langs])
+    return LanguagesResponse(text_languages=text_langs, caption_languages=caption_langs, names=names)

@@ -1,0 +1,111 @@
+"""``POST /tag?lang=fr,de&k=10``: an uploaded image → tags in each language, chosen with the image as context.
+
+The tagger is loaded at start-up by :func:`load_tagger_component` (a hook in ``app/main.py``), reusing the
+engine's loaded image encoder, text tower and caption index; vocabularies come from ``INDEX_DIR/tags``
+(``polyglot tags vocab build``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, status
+from pydantic import BaseModel, Field
+
+from app.deps import EngineDep
+from app.engine import Engine
+from app.routers.common import decode_or_422, read_upload
+from indexer.tagging.caption_source import CaptionIndexRetriever
+from indexer.tagging.settings import TaggingSettings
+from indexer.tagging.store import VocabularyStore
+from indexer.tagging.tagger import Tagger, UnknownLanguageError, tower_fingerprint
+
+router = APIRouter(tags=["tagging"])
+
+MAX_LANGS = 16
+
+
+class TagOut(BaseModel):
+    tag: str = Field(max_length=200, description="Target-language tag from that language's vocabulary.")
+    score: float = Field(description="W1·cos(image, tag) + W2·cos(source, tag) (eq. 5 of the M3L paper).")
+    source: str = Field(max_length=200, description="The English source tag this tag annotates.")
+
+
+TagResponse = dict[str, list[TagOut]]
+
+
+def load_tagger_component(engine: Engine) -> None:
+    """Start-up hook (blocking): a Tagger over the engine's models, stored as ``engine.components["tagger"]``."""
+    store = VocabularyStore.beside_index(engine.settings.resolved_index_dir)
+    engine.components["tagger"] = Tagger(
+        engine.images.encoder,
+        engine.text,
+        engine.text.tower.image_space,
+        store.load_all(),
+        settings=TaggingSettings(),
+        captions=CaptionIndexRetriever(engine.captions),
+        fingerprint=tower_fingerprint(engine.text.tower),
+        store=store,
+    )
+
+
+def get_tagger(engine: EngineDep) -> Tagger:
+    tagger: Tagger | None = engine.components.get("tagger")
+    if tagger is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the tagger is not loaded in this service")
+    return tagger
+
+
+TaggerDep = Annotated[Tagger, Depends(get_tagger)]
+
+
+def _langs(tagger: Tagger, lang: str) -> list[str]:
+    codes = [code.strip().lower() for code in lang.split(",") if code.strip()]
+    if not codes or len(codes) > MAX_LANGS:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"lang: give 1 to {MAX_LANGS} comma-separated language codes"
+        )
+    try:
+        return tagger.check_languages(codes)
+    except UnknownLanguageError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+
+
+@router.post(
+    "/tag",
+    response_model=TagResponse,
+    summary="Tags for an image in several languages",
+    description="One tag per English source tag (ImageNet classes of the CNN, or words of the nearest English "
+    "captions), chosen from each language's vocabulary by W1·cos(image, tag) + W2·cos(source, tag). "
+    'Answer: `{"fr": [{"tag": "rive", "score": 0.41, "source": "bank"}, ...], "de": [...]}`.',
+)
+async def tag_upload(
+    engine: EngineDep,
+    tagger: TaggerDep,
+    file: Annotated[UploadFile, File(description="An image (JPEG, PNG, WebP, …).")],
+    lang: Annotated[
+        str,
+        Query(min_length=2, max_length=200, description="Target languages, comma-separated: fr or fr,de."),
+    ],
+    k: Annotated[int | None, Query(ge=1, le=500, description="Tags per language (default 10, at most max_k).")] = None,
+    source: Annotated[
+        Literal["auto", "imagenet", "captions"] | None,
+        Query(description="English source tags; default from settings (auto: captions if indexed)."),
+    ] = None,
+) -> TagResponse:
+    await engine.run(tagger.refresh)  # vocabularies built with `polyglot tags vocab build` while serving
+    langs = _langs(tagger, lang)
+    count = tagger.settings.default_k if k is None else k
+    if count > tagger.settings.max_k:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"k must be at most {tagger.settings.max_k} (POLYGLOT_TAG_MAX_K)"
+        )
+    data = await read_upload(file, engine.settings.max_upload_bytes)
+    image = await engine.run(decode_or_422, data, engine.settings.max_image_pixels)
+    try:
+        result = await engine.run(tagger.tag, image, langs, count, source)
+    except UnknownLanguageError as exc:  # a vocabulary removed between the check and now
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    except ValueError as exc:  # e.g. source=captions without English captions in the caption index
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    return {code: [TagOut(**t.as_dict()) for t in tags] for code, tags in result.items()}  # type: ignore[arg-type]

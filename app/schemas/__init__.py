@@ -1,0 +1,1 @@
+"""Request/response models of the HTTP API (every field bounded)."""

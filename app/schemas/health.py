@@ -1,0 +1,18 @@
+"""Liveness / readiness answers."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class Health(BaseModel):
+    status: str = Field(max_length=20)
+
+
+class Ready(BaseModel):
+    status: str = Field(max_length=20)
+    images: int = Field(ge=0)
+    captions: int = Field(ge=0)
+    text_encoder: str = Field(max_length=100)
+    image_encoder: str = Field(max_length=100)
+    load_seconds: dict[str, float]

@@ -1,0 +1,57 @@
+"""Image metadata as the API shows it (never the server-side path, only the file name)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import PurePath
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from indexer.store.metadata import ImageRecord
+
+
+class ImageMetadata(BaseModel):
+    filename: str = Field(max_length=4096, description="File name of the image (no folder).")
+    width: int = Field(ge=0, description="Pixels.")
+    height: int = Field(ge=0, description="Pixels.")
+    bytes: int = Field(ge=0, description="File size.")
+    sha256: str = Field(min_length=64, max_length=64)
+    added_at: datetime
+    title: str | None = Field(default=None, max_length=10_000)
+    caption: str | None = Field(default=None, max_length=10_000)
+    tags: list[str] = Field(default_factory=list, max_length=1_000)
+    extra: dict[str, Any] = Field(default_factory=dict, description="Other metadata from the manifest/upload.")
+
+    @classmethod
+    def from_record(cls, record: ImageRecord) -> ImageMetadata:
+        name = record.extra.get("filename") if isinstance(record.extra.get("filename"), str) else None
+        return cls(
+            filename=name or PurePath(record.path).name,
+            width=record.width,
+            height=record.height,
+            bytes=record.bytes,
+            sha256=record.sha256,
+            added_at=record.added_at,
+            title=record.title,
+            caption=record.caption,
+            tags=record.tags,
+            extra=record.extra,
+        )
+
+
+class ImageInfo(BaseModel):
+    id: int = Field(ge=0)
+    image_url: str = Field(max_length=200)
+    thumbnail_url: str = Field(max_length=200)
+    metadata: ImageMetadata
+
+
+class ImageAdded(ImageInfo):
+    created: bool = Field(description="False when the same image (same bytes or path) was already indexed.")
+
+
+class ImageDeleted(BaseModel):
+    id: int = Field(ge=0)
+    deleted: bool = True
+    remaining: int = Field(ge=0, description="Images left in the index.")

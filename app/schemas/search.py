@@ -1,0 +1,53 @@
+"""Search requests and results. Scores are cosine similarities of unit vectors: see SCORE_DOC."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from app.schemas.images import ImageMetadata
+
+SCORE_DOC = (
+    "**Scores** are cosine similarities between unit vectors in the shared image space, so they lie in "
+    "[-1, 1]: 1 = same direction, 0 = unrelated, negative = dissimilar. Text→image scores are typically far "
+    "lower than image→image scores (a caption never matches a photo as closely as a near-duplicate photo "
+    "does), so compare scores within one result list, and pick a `min_score` per kind of query."
+)
+
+
+class LanguageInfo(BaseModel):
+    requested: str | None = Field(default=None, max_length=16, description="The `lang` parameter, if given.")
+    detected: str | None = Field(default=None, max_length=16, description="Language detected from the query.")
+    probability: float | None = Field(default=None, ge=0, le=1, description="Detector's confidence.")
+    used: str | None = Field(default=None, max_length=16, description="The language the query was treated as.")
+    supported: bool | None = Field(
+        default=None, description="Whether the text encoder was trained on that language (None: unknown)."
+    )
+
+
+class SearchResult(BaseModel):
+    id: int = Field(ge=0)
+    score: float = Field(ge=-1.001, le=1.001, description="Cosine similarity in [-1, 1].")
+    rank: int = Field(ge=1, description="1-based position in the whole result list (offset included).")
+    thumbnail_url: str = Field(max_length=200)
+    image_url: str = Field(max_length=200)
+    metadata: ImageMetadata
+
+
+class SearchResponse(BaseModel):
+    query: str | None = Field(default=None, max_length=10_000)
+    query_image_id: int | None = Field(default=None, ge=0)
+    language: LanguageInfo | None = None
+    k: int = Field(ge=1, le=1000)
+    offset: int = Field(ge=0)
+    min_score: float | None = Field(default=None, ge=-1, le=1)
+    results: list[SearchResult] = Field(max_length=1000)
+    next_offset: int | None = Field(default=None, ge=0, description="Offset of the next page; null at the end.")
+    total_images: int = Field(ge=0, description="Images in the index.")
+
+
+class LanguagesResponse(BaseModel):
+    text_languages: list[str] | None = Field(
+        default=None, max_length=500, description="ISO 639-1 codes queries can use; null = not declared."
+    )
+    caption_languages: list[str] = Field(max_length=500, description="Languages of the caption collection.")
+    names: dict[str, str] = Field(default_factory=dict, description="English names of the codes.")

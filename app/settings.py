@@ -1,0 +1,62 @@
+"""Service settings: the indexer's settings plus what only the HTTP service needs (``POLYGLOT_`` prefix).
+
+Built in the lifespan (or handed to :func:`app.main.create_app`), never at import time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+
+from indexer.settings import IndexerSettings
+
+
+class ServiceSettings(IndexerSettings):
+    api_key: SecretStr | None = Field(
+        default=None,
+        description="Key for the admin endpoints (header X-API-Key or Authorization: Bearer). Unset: admin disabled.",
+    )
+    cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS (JSON list).")
+    max_upload_bytes: int = Field(default=20_000_000, ge=1_000, le=1_000_000_000, description="Largest upload.")
+    max_query_chars: int = Field(default=500, ge=1, le=10_000, description="Longest text query.")
+    max_k: int = Field(default=100, ge=1, le=1_000, description="Most results per page.")
+    max_offset: int = Field(default=10_000, ge=0, le=1_000_000, description="Deepest pagination offset.")
+    thread_pool_size: int = Field(default=4, ge=1, le=256, description="Threads for blocking inference/IO.")
+    inference_threads: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="Intra-op threads of torch, FAISS and the text encoder per request. Requests already run in "
+        "parallel in the thread pool; one thread each avoids oversubscribing the cores with tiny single queries.",
+    )
+    record_cache_seconds: float = Field(
+        default=30.0, ge=0, le=86_400, description="How long image metadata read for result pages is reused."
+    )
+    search_batch_size: int = Field(
+        default=32, ge=1, le=1024, description="Most concurrent text searches run as one batch (1 = no batching)."
+    )
+    search_batch_workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Batches in flight at once (1: the largest batches; measured best on 2 cores).",
+    )
+    images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")
+    captions_dir: Path | None = Field(default=None, description="Caption index folder; default INDEX_DIR/captions.")
+    captions_file: Path | None = Field(default=None, description="JSONL captions indexed by `serve` if new.")
+    max_captions: int = Field(default=20, ge=1, le=200, description="Most captions per language in /captions.")
+    query_cache_size: int = Field(default=1024, ge=0, le=1_000_000, description="Query vectors kept (LRU); 0 = off.")
+    thumbnail_size: int = Field(default=256, ge=32, le=1024, description="Longest side of thumbnails (pixels).")
+    log_requests: bool = Field(default=False, description="One structured log line per request (at debug level).")
+    allow_local_paths: bool = Field(
+        default=True, description="Admin POST /images may index a path on the server's disk."
+    )
+
+    @property
+    def resolved_captions_dir(self) -> Path:
+        return self.captions_dir or self.resolved_index_dir / "captions"
+
+    @property
+    def thumbnails_dir(self) -> Path:
+        return self.resolved_cache_dir / "thumbnails"

@@ -1,0 +1,185 @@
+"""Indexing benchmark: images/s (decode included) vs model-only throughput, index size, open time.
+
+Run from the repository root (results go to benchmarks/indexing.md)::
+
+    .venv/bin/python benchmarks/indexing.py --sample 300
+
+* indexing: ``ImageIndex.add_paths`` on ``--sample`` photos into a fresh index with a fresh (empty) features
+  cache: read + sha256 + decode + preprocess + CNN + SQL + FAISS, i.e. what ``polyglot index add`` does;
+* decode+preprocess only: ``decode_image`` + the encoder's resize/crop/normalise on the same photos;
+* model only: the CNN on random tensors of the same batch size;
+* size: FAISS file and SQLite file per image;
+* open: ``ImageIndex.open`` of an index of all photos (built first, reusing ``--open-cache-dir`` features).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from indexer.collection import ImageIndex
+from indexer.image_space import ImageSpace
+from indexer.images import decode_image
+from indexer.settings import IndexerSettings
+from indexer.sources import expand_sources
+
+DEFAULT_IMAGES = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k" / "images"
+
+
+def settings_for(root: Path, encoder: str, batch_size: int, cache_dir: Path | None = None) -> IndexerSettings:
+    return IndexerSettings(
+        home=root,
+        index_dir=root / "index",
+        cache_dir=cache_dir or root / "cache",
+        image_encoder=encoder,
+        batch_size=batch_size,
+    )
+
+
+def bench_encoder(name: str, photos: list[Path], batch_size: int) -> dict[str, Any]:
+    result: dict[str, Any] = {"encoder": name, "images": len(photos), "batch_size": batch_size}
+    root = Path(tempfile.mkdtemp(prefix="bench-index-"))
+    try:
+        index = ImageIndex.open(settings_for(root, name, batch_size), image_space=ImageSpace("l2"))
+        encoder: Any = index.encoder
+        encoder.load()  # model loading is a one-off cost, not throughput
+        encoder.predict([decode_image(photos[0].read_bytes())])  # warm-up (oneDNN kernels)
+        start = time.perf_counter()
+        report = index.add_paths(photos, progress=False)
+        elapsed = time.perf_counter() - start
+        assert report.added == len(photos), report
+        result["index_images_per_s"] = len(photos) / elapsed
+        faiss_bytes = (root / "index" / "vectors.faiss").stat().st_size
+        sqlite_bytes = sum(p.stat().st_size for p in (root / "index").glob("metadata.sqlite*"))
+        result["faiss_bytes_per_image"] = faiss_bytes / len(photos)
+        result["sqlite_bytes_per_image"] = sqlite_bytes / len(photos)
+        result["memory_bytes_per_image"] = index.stats()["memory_bytes_per_image"]
+        index.close()
+
+        start = time.perf_counter()
+        for path in photos:
+            encoder.preprocess(decode_image(path.read_bytes()))
+        result["decode_preprocess_images_per_s"] = len(photos) / (time.perf_counter() - start)
+
+        size = encoder.input_size
+        batch = torch.randn(batch_size, 3, size, size).contiguous(memory_format=torch.channels_last)
+        batches = max(1, len(photos) // batch_size)
+        with torch.inference_mode():
+            encoder._model.extract_features(batch)  # warm-up
+            start = time.perf_counter()
+            for _ in range(batches):
+                encoder._model.extract_features(batch).mean(dim=(2, 3))
+        result["model_images_per_s"] = batches * batch_size / (time.perf_counter() - start)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return result
+
+
+def bench_open(name: str, photos: list[Path], batch_size: int, cache_dir: Path, repeats: int = 5) -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix="bench-open-"))
+    try:
+        settings = settings_for(root, name, batch_size, cache_dir)
+        start = time.perf_counter()
+        with ImageIndex.open(settings, image_space=ImageSpace("l2")) as index:
+            report = index.add_paths(photos, progress=False)
+        build_s = time.perf_counter() - start
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            with ImageIndex.open(settings, image_space=ImageSpace("l2")) as index:
+                times.append(time.perf_counter() - start)
+                count = len(index)
+                query = index.vector(1)
+                start = time.perf_counter()
+                index.search(query, k=10)  # type: ignore[arg-type]
+                search_ms = (time.perf_counter() - start) * 1000
+        return {
+            "encoder": name,
+            "count": count,
+            "build_from_cache_s": build_s,
+            "build_added": report.added,
+            "open_s_median": statistics.median(times),
+            "open_s_all": times,
+            "search_ms": search_ms,
+            "faiss_file_bytes": (root / "index" / "vectors.faiss").stat().st_size,
+        }
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def markdown(results: list[dict[str, Any]], opened: dict[str, Any] | None, command: str) -> str:
+    lines = [
+        "# Indexing benchmark",
+        "",
+        f"Command: `{command}`  ",
+        f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average at the end "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs. When the load exceeds the CPU count, other jobs shared "
+        "the cores during the run: absolute numbers are then pessimistic and the ratios more telling.",
+        "",
+        "| encoder | images | batch | indexing img/s (decode incl.) | decode+preprocess img/s | model-only img/s "
+        "| FAISS bytes/img | SQLite bytes/img | memory bytes/img |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['encoder']} | {r['images']} | {r['batch_size']} | {r['index_images_per_s']:.1f} "
+            f"| {r['decode_preprocess_images_per_s']:.1f} | {r['model_images_per_s']:.1f} "
+            f"| {r['faiss_bytes_per_image']:.0f} | {r['sqlite_bytes_per_image']:.0f} | {r['memory_bytes_per_image']:.0f} |"
+        )
+    if opened:
+        lines += [
+            "",
+            f"Open time of an index of {opened['count']:,} images ({opened['encoder']}, flat, "
+            f"{opened['faiss_file_bytes'] / 1e6:.1f} MB FAISS file): median {opened['open_s_median'] * 1000:.0f} ms "
+            f"over {len(opened['open_s_all'])} opens (`ImageIndex.open`, reconcile included); one exact top-10 search "
+            f"{opened['search_ms']:.1f} ms. Building it from the cached features took "
+            f"{opened['build_from_cache_s']:.1f} s (hashing and header reads of every file).",
+        ]
+    lines += ["", "Raw results:", "", "```json", json.dumps({"encoders": results, "open": opened}, indent=2), "```", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=Path, default=DEFAULT_IMAGES)
+    parser.add_argument("--sample", type=int, default=300, help="Photos for the throughput runs.")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--encoders", nargs="+", default=["efficientnet-lite0", "efficientnet-lite2"])
+    parser.add_argument("--open-encoder", default="efficientnet-lite2")
+    parser.add_argument("--open-cache-dir", type=Path, default=Path("var/cache"), help="Features cache to reuse.")
+    parser.add_argument("--skip-open", action="store_true")
+    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("indexing.md"))
+    args = parser.parse_args()
+
+    photos = expand_sources([args.images]).paths
+    sample = [photos[i] for i in np.random.default_rng(0).choice(len(photos), args.sample, replace=False)]
+    results = []
+    for name in args.encoders:
+        print(f"benchmarking {name} on {len(sample)} photos …", flush=True)
+        results.append(bench_encoder(name, sample, args.batch_size))
+        print(json.dumps(results[-1]), flush=True)
+    opened = None
+    if not args.skip_open:
+        print(f"building and opening an index of {len(photos)} photos …", flush=True)
+        opened = bench_open(args.open_encoder, photos, args.batch_size, args.open_cache_dir.resolve())
+        print(json.dumps(opened), flush=True)
+    command = ".venv/bin/python benchmarks/indexing.py " + " ".join(sys.argv[1:])
+    args.out.write_text(markdown(results, opened, command.strip()), encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""Load test of ``GET /search`` (text encoding included): p50/p95/p99 latency and requests/s at 1, 8, 32 clients.
+
+Loopback only, bounded in time and requests. By default it starts the service itself (uvicorn, one process)
+on a free port with the configured index and tower, query cache off (every query is a distinct caption, so
+each request runs the text encoder + tower + FAISS), and writes the table to ``benchmarks/load_search.md``::
+
+    .venv/bin/python benchmarks/load_search.py --tower var/towers/NAME --seconds 20
+
+``--url http://127.0.0.1:PORT`` measures an already running server instead (must be loopback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+CAPTIONS = ROOT.parent / "shared" / "data" / "m30k-f8k" / "captions.jsonl"
+
+
+def queries(limit: int, seed: int = 0) -> list[tuple[str, str]]:
+    """Distinct (text, lang) pairs from the shared captions (en, de, fr, pt), shuffled."""
+    rows: dict[str, str] = {}
+    with CAPTIONS.open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row["lang"] in ("en", "de", "fr", "pt"):
+                rows.setdefault(row["text"][:300], row["lang"])
+    pairs = list(rows.items())
+    random.Random(seed).shuffle(pairs)
+    return pairs[:limit]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+async def run_level(
+    url: str,
+    clients: int,
+    pool: list[tuple[str, str]],
+    seconds: float,
+    max_requests: int,
+    k: int,
+    path: str = "/search",
+) -> dict[str, Any]:
+    latencies: list[float] = []
+    errors: dict[int, int] = {}
+    cursor = 0
+    deadline = time.perf_counter() + seconds
+
+    async def client(http: httpx.AsyncClient) -> None:
+        nonlocal cursor
+        while time.perf_counter() < deadline and len(latencies) + sum(errors.values()) < max_requests:
+            text, lang = pool[cursor % len(pool)]
+            cursor += 1
+            start = time.perf_counter()
+            params = {"q": text, "lang": lang, "k": k} if path == "/search" else None
+            response = await http.get(path, params=params)
+            elapsed = time.perf_counter() - start
+            if response.status_code == 200:
+                latencies.append(elapsed)
+            else:
+                errors[response.status_code] = errors.get(response.status_code, 0) + 1
+
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as http:
+        started = time.perf_counter()
+        await asyncio.gather(*(client(http) for _ in range(clients)))
+        wall = time.perf_counter() - started
+    return {
+        "path": path,
+        "clients": clients,
+        "requests": len(latencies),
+        "errors": errors,
+        "seconds": round(wall, 2),
+        "rps": round(len(latencies) / wall, 1),
+        "p50_ms": round(percentile(latencies, 50) * 1000, 1),
+        "p95_ms": round(percentile(latencies, 95) * 1000, 1),
+        "p99_ms": round(percentile(latencies, 99) * 1000, 1),
+        "mean_ms": round(statistics.fmean(latencies) * 1000, 1),
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app", "--host", "127.0.0.1"]
+    command += ["--port", str(port), "--log-level", "warning", "--no-access-log"]
+    server = subprocess.Popen(command, cwd=ROOT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the server exited with code {server.returncode}")
+        try:
+            if httpx.get(url + "/ready", timeout=2).status_code == 200:
+                return server, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    server.terminate()
+    raise SystemExit("the server did not become ready in 300 s")
+
+
+def markdown(report: dict[str, Any]) -> str:
+    server, machine = report["server"], report["machine"]
+    lines = [
+        "# Load test: `GET /search` (text encoding included)",
+        "",
+        f"Command: `{report['command']}`",
+        "",
+        f"Server: one uvicorn process on 127.0.0.1, {server['images']:,} images, text encoder `{server['text_encoder']}`"
+        f" + text tower `{report['tower']}`, image encoder `{server['image_encoder']}`, k = {report['k']}, query cache off (every query is"
+        " a distinct caption in en/de/fr/pt with its `lang`). Client: httpx async on the same machine.",
+        f"Machine: {machine['cpus']} CPUs ({machine['platform']}), load average {machine['load_avg_start']:.1f} at the start and "
+        f"{machine['load_avg_1m']:.1f} at the end"
+        " (shared with other jobs).",
+        "",
+        "| clients | requests | req/s | p50 ms | p95 ms | p99 ms | mean ms | errors |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in report["results"]:
+        lines.append(
+            f"| {r['clients']} | {r['requests']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} |"
+            f" {r['mean_ms']} | {r['errors'] or 'none'} |"
+        )
+    lines += [
+        "",
+        "Reference: `GET /health` through the same server and client (no search work: HTTP stack + load generator):",
+        "",
+        "| clients | requests | req/s | p50 ms | p95 ms | p99 ms |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for b in report["baseline"]:
+        lines.append(
+            f"| {b['clients']} | {b['requests']} | {b['rps']} | {b['p50_ms']} | {b['p95_ms']} | {b['p99_ms']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", help="A running server on loopback; default: start one.")
+    parser.add_argument("--tower", type=Path, help="POLYGLOT_TOWER_PATH for the started server.")
+    parser.add_argument("--clients", default="1,8,32", help="Concurrency levels.")
+    parser.add_argument("--seconds", type=float, default=20.0, help="Time per level (bounded).")
+    parser.add_argument("--max-requests", type=int, default=5000, help="Requests per level (bounded).")
+    parser.add_argument("--warmup", type=int, default=30, help="Requests before measuring.")
+    parser.add_argument("--k", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "load_search.json")
+    parser.add_argument("--md", type=Path, default=ROOT / "benchmarks" / "load_search.md")
+    args = parser.parse_args()
+
+    load_start = os.getloadavg()[0]
+    server = None
+    env = {**os.environ, "POLYGLOT_QUERY_CACHE_SIZE": "0"}
+    if args.tower:
+        env["POLYGLOT_TOWER_PATH"] = str(args.tower)
+    if args.url:
+        if urlparse(args.url).hostname not in ("127.0.0.1", "localhost", "::1"):
+            raise SystemExit("--url must be a loopback address (this is a load test)")
+        url = args.url
+    else:
+        server, url = start_server(env)
+    try:
+        ready = httpx.get(url + "/ready", timeout=10).json()
+        levels = [int(c) for c in args.clients.split(",")]
+        pool = queries(args.warmup + args.max_requests * len(levels))
+        asyncio.run(run_level(url, 1, pool[-args.warmup :], 60, args.warmup, args.k))
+        results, offset = [], 0
+        for clients in levels:
+            part = pool[offset : offset + args.max_requests]
+            offset += args.max_requests
+            result = asyncio.run(run_level(url, clients, part, args.seconds, args.max_requests, args.k))
+            print(json.dumps(result), flush=True)
+            results.append(result)
+        # Reference: the same HTTP stack and client with no work behind it (what the machine costs per request).
+        baseline = []
+        for clients in levels:
+            reference = asyncio.run(run_level(url, clients, pool[:1], min(args.seconds, 5.0), 3000, args.k, "/health"))
+            print(json.dumps(reference), flush=True)
+            baseline.append(reference)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
+    report = {
+        "command": " ".join(
+            [
+                *(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("POLYGLOT_")),
+                ".venv/bin/python",
+                *sys.argv,
+            ]
+        ),
+        "server": {key: ready[key] for key in ("images", "text_encoder", "image_encoder")},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "load_avg_1m": os.getloadavg()[0],
+            "load_avg_start": load_start,
+        },
+        "k": args.k,
+        "tower": str(args.tower) if args.tower else env.get("POLYGLOT_TOWER_PATH", "shipped (indexer/assets/tower)"),
+        "results": results,
+        "baseline": baseline,
+    }
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    args.md.write_text(markdown(report))
+    print(json.dumps(report["server"]), "load average:", report["machine"]["load_avg_1m"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Screenshots of the web page against the real collection (headless Chromium), for docs/.
+
+Starts the service on a free loopback port with the configured index (``POLYGLOT_INDEX_DIR``, default
+var/index) and tower, with the dev-split captions indexed into ``--captions-dir``, types a French query and
+saves the result grid, then opens the first result and saves the image with its best French captions::
+
+    .venv/bin/python benchmarks/screenshot.py --query "un chien court dans l'herbe"
+
+Writes docs/screenshot-search.png and docs/screenshot-captions.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from load_search import start_server
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "m30k-f8k"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def index_dev_captions(captions_dir: Path, tower: Path | None) -> None:
+    from app.cli.captions_cmd import load_embedder
+    from app.settings import ServiceSettings
+    from indexer.captions import CaptionIndex, read_captions
+
+    settings = ServiceSettings(captions_dir=captions_dir, tower_path=tower)
+    dev = set((DATA / "splits" / "dev.txt").read_text().split())
+    rows = [c for c in read_captions(DATA / "captions.jsonl") if c.image in dev]
+    index = CaptionIndex.open(captions_dir, load_embedder(settings), settings.resolved_cache_dir)
+    try:
+        print(f"captions: added {index.add(rows)}, {len(index)} in total", flush=True)
+    finally:
+        index.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tower", type=Path, help="POLYGLOT_TOWER_PATH; default the shipped tower.")
+    parser.add_argument("--query", default="un chien court dans l'herbe")
+    parser.add_argument("--lang", default="fr")
+    parser.add_argument("--captions-dir", type=Path, default=ROOT / "var" / "screenshot-captions")
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "docs")
+    args = parser.parse_args()
+
+    index_dev_captions(args.captions_dir, args.tower)
+    env = {**os.environ, "POLYGLOT_CAPTIONS_DIR": str(args.captions_dir)}
+    if args.tower:
+        env["POLYGLOT_TOWER_PATH"] = str(args.tower)
+    server, url = start_server(env)
+    try:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(url + "/")
+            page.wait_for_selector(f"#lang option[value='{args.lang}']", state="attached")
+            page.select_option("#lang", args.lang)
+            page.fill("#query", args.query)
+            page.click("button[type=submit]")
+            page.wait_for_selector(".card")
+            page.wait_for_function(
+                "[...document.querySelectorAll('.card img')].slice(0, 18).every(i => i.complete && i.naturalWidth > 0)"
+            )
+            args.out_dir.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(args.out_dir / "screenshot-search.png"))
+            page.locator(".card").first.click()
+            page.wait_for_selector("#detail-captions li")
+            page.wait_for_function("document.getElementById('detail-image').complete")
+            page.screenshot(path=str(args.out_dir / "screenshot-captions.png"))
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    print("wrote", args.out_dir / "screenshot-search.png", "and", args.out_dir / "screenshot-captions.png")
+
+
+if __name__ == "__main__":
+    main()

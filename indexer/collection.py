@@ -1,0 +1,347 @@
+"""``ImageIndex``: the one object the CLI and the service use to fill, search and maintain an image index.
+
+On disk (one folder, ``settings.resolved_index_dir``)::
+
+    index.json        sidecar: format version, encoder, dim, index type, image space, count, times, versions
+    vectors.faiss     FAISS index of unit vectors, id = SQL primary key
+    metadata.sqlite   image metadata (unless POLYGLOT_DATABASE_URL points elsewhere, e.g. PostgreSQL)
+    uploads/          images uploaded through the service, named <sha256><ext>
+
+Commit protocol (why FAISS and SQL ids always agree): SQL is the source of truth and raw CNN features are
+durable in the features cache before any row refers to them. Per batch: features → cache, rows → one SQL
+transaction (commit), vectors → in-memory FAISS. The FAISS file is rewritten atomically every
+``CHECKPOINT_SECONDS`` and at the end (and on Ctrl-C). Removal drops vectors in memory first, then deletes
+rows, then rewrites the file. So after a crash the FAISS file can only hold ids SQL no longer has, or miss
+ids SQL has; :meth:`ImageIndex.open` reconciles both (drop / re-add from the features cache). Paths are unique
+in SQL, so a re-run after a crash skips what was committed and never duplicates.
+
+Threads: searches take a shared lock, the short FAISS mutations/swaps an exclusive one, so a reader never sees
+a half-changed index. Writes are serialised in-process and across processes (``flock`` on ``.write.lock``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from tqdm.auto import tqdm
+
+from indexer.atomic import atomic_write_bytes
+from indexer.encoders.base import ImageEncoder
+from indexer.encoders.factory import create_image_encoder
+from indexer.image_space import ImageSpace
+from indexer.images import ImageDecodeError, content_hash, decode_image
+from indexer.settings import IndexerSettings
+from indexer.store.core import FAISS_NAME, AddReport, IndexCore
+from indexer.store.ingest import Item, upload_suffix, user_fields
+from indexer.store.locks import IndexBusyError
+from indexer.store.metadata import ImageRecord, MetadataStore, redact_url, sqlite_url
+from indexer.store.sidecar import Sidecar
+from indexer.store.vectors import VectorIndex, VectorIndexSettings, bytes_per_vector, choose_kind
+
+__all__ = ["AddReport", "Hit", "ImageIndex", "ImageRecord", "IndexBusyError", "IndexMismatchError"]
+
+log = logging.getLogger(__name__)
+
+DB_NAME = "metadata.sqlite"
+UPLOADS_DIR = "uploads"
+CHECKPOINT_SECONDS = 30.0
+
+
+class IndexMismatchError(ValueError):
+    """The index on disk was built with another image encoder or image space than the one asked for."""
+
+
+class IndexNotFoundError(FileNotFoundError):
+    """No index in the folder and ``create=False``."""
+
+
+@dataclass
+class Hit:
+    id: int
+    score: float
+
+
+def default_image_space(settings: IndexerSettings) -> ImageSpace:
+    """The image space the text tower was trained for (its config.json), else plain ``l2``."""
+    from indexer.embedders import shipped_tower_path
+
+    config_path = (settings.tower_path or shipped_tower_path()) / "config.json"
+    if config_path.exists():
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        return ImageSpace.from_config(config.get("image_space"))
+    return ImageSpace("l2")
+
+
+def _space_config(space: ImageSpace) -> dict[str, Any]:
+    return {**space.to_config(), "fingerprint": space.fingerprint}
+
+
+class ImageIndex(IndexCore):
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(
+        cls,
+        settings: IndexerSettings,
+        *,
+        image_space: ImageSpace | None = None,
+        create: bool = True,
+        encoder: ImageEncoder | None = None,
+        index_settings: VectorIndexSettings | None = None,
+        rebuild_if_stale: bool = False,
+        progress: bool = False,
+    ) -> ImageIndex:
+        """Open (or create) the index in ``settings.resolved_index_dir`` and make FAISS agree with SQL.
+
+        ``rebuild_if_stale``: an index built in another image space is rebuilt instead of refused (the report is
+        kept in ``rebuilt_on_open``); ``progress`` shows a bar for that rebuild.
+        """
+        folder = Path(settings.resolved_index_dir)
+        sidecar = Sidecar.load(folder)
+        if sidecar is None and not create:
+            raise IndexNotFoundError(f"no index in {folder} (run `polyglot index add PATH...` first)")
+        encoder = encoder or create_image_encoder(settings.image_encoder, device=settings.device)
+        if sidecar is not None and sidecar.image_encoder != encoder.name:
+            raise IndexMismatchError(
+                f"the index in {folder} was built with image encoder {sidecar.image_encoder!r}, but "
+                f"{encoder.name!r} is configured: set POLYGLOT_IMAGE_ENCODER={sidecar.image_encoder} to use it, "
+                "or point POLYGLOT_INDEX_DIR at another folder to build a new index"
+            )
+        space = image_space or default_image_space(settings)
+        stale = sidecar is not None and sidecar.image_space_fingerprint != space.fingerprint
+        if stale and not rebuild_if_stale:
+            assert sidecar is not None
+            raise IndexMismatchError(
+                f"the index in {folder} stores vectors in image space {sidecar.image_space_fingerprint!r}, but the "
+                f"text tower expects {space.fingerprint!r}: run `polyglot index rebuild`"
+            )
+        if sidecar is None:
+            sidecar = Sidecar(
+                image_encoder=encoder.name,
+                dim=encoder.dim or None,
+                index_type="flat",
+                image_space=_space_config(space),
+                files={"vectors": FAISS_NAME, "metadata": DB_NAME},
+            )
+            sidecar.save(folder)
+        index_settings = index_settings or VectorIndexSettings()
+        store = MetadataStore(settings.database_url or sqlite_url(folder / DB_NAME))
+        vectors = None
+        if (folder / FAISS_NAME).exists():
+            vectors = VectorIndex.load(folder / FAISS_NAME, sidecar.index_type, index_settings)
+        index = cls(folder, settings, encoder, space, sidecar, store, vectors, index_settings)
+        try:
+            if stale:
+                index.rebuilt_on_open = index.rebuild(progress=progress)
+            else:
+                index._reconcile_if_free()
+        except BaseException:
+            index.close()
+            raise
+        return index
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def info(self) -> dict[str, Any]:
+        return self.sidecar.to_json()
+
+    @property
+    def image_space(self) -> ImageSpace:
+        return self._space
+
+    @property
+    def dim(self) -> int | None:
+        return self.sidecar.dim
+
+    # ------------------------------------------------------------------ reading
+    def search(self, vectors: np.ndarray, k: int, offset: int = 0) -> builtins.list[builtins.list[Hit]]:
+        """Best ``k`` hits per query row after skipping ``offset``, best first."""
+        queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        if self.dim is not None and queries.shape[1] != self.dim:
+            raise ValueError(f"query vectors have {queries.shape[1]} dimensions; the index stores {self.dim}")
+        with self._rw.read():
+            if self._vectors is None or k <= 0:
+                return [[] for _ in range(len(queries))]
+            results = self._vectors.search(queries, k + max(0, offset))
+        return [
+            [Hit(i, s) for i, s in zip(r.ids, r.scores, strict=True)][max(0, offset) : max(0, offset) + k]
+            for r in results
+        ]
+
+    def vector(self, id: int) -> np.ndarray | None:
+        with self._rw.read():
+            return self._vectors.reconstruct(id) if self._vectors is not None else None
+
+    def raw_features(self, id: int) -> np.ndarray | None:
+        record = self.store.get(id)
+        if record is None:
+            return None
+        found = self._feature_cache().get_many([record.sha256]).get(record.sha256)
+        if found is not None:
+            return found
+        features, _ = self._features_for([(record.id, record.sha256, record.path)], progress=False)
+        return features.get(record.id)
+
+    def embed_image(self, image: Image.Image) -> tuple[np.ndarray, np.ndarray]:
+        raw = self._loaded_encoder().predict([image])[0]
+        return self._space.apply(raw)[0], raw
+
+    def get(self, id: int) -> ImageRecord | None:
+        return self.store.get(id)
+
+    def list(self, offset: int = 0, limit: int = 100) -> builtins.list[ImageRecord]:
+        return self.store.page(offset, limit)
+
+    def stats(self) -> dict[str, Any]:
+        count = len(self)
+        faiss_path = self.folder / FAISS_NAME
+        faiss_bytes = faiss_path.stat().st_size if faiss_path.exists() else 0
+        db_path = self.folder / DB_NAME
+        db_bytes = db_path.stat().st_size if self.settings.database_url is None and db_path.exists() else None
+        kind = self._vectors.kind if self._vectors is not None else self.sidecar.index_type
+        return {
+            "count": count,
+            "rows": self.store.count(),
+            "image_encoder": self.encoder.name,
+            "dim": self.dim,
+            "index_type": kind,
+            "index_type_rule": choose_kind(count, self.index_settings),
+            "image_space": self._space.fingerprint,
+            "index_dir": str(self.folder),
+            "database": redact_url(self.store.url),
+            "faiss_file_bytes": faiss_bytes,
+            "metadata_file_bytes": db_bytes,
+            "disk_bytes_per_image": round(faiss_bytes / count, 1) if count else None,
+            "memory_bytes_per_image": bytes_per_vector(kind, self.dim, self.index_settings) if self.dim else None,
+            "images_total_bytes": self.store.total_bytes(),
+            "created_at": self.sidecar.created_at,
+            "updated_at": self.sidecar.updated_at,
+        }
+
+    # ------------------------------------------------------------------ writing
+    def add_paths(
+        self, paths: Sequence[Path], metadata: Mapping[Path, dict] | None = None, *, progress: bool = True
+    ) -> AddReport:
+        report = AddReport()
+        unique = list(dict.fromkeys(Path(p).expanduser().resolve() for p in paths))
+        meta = {Path(k).expanduser().resolve(): v for k, v in (metadata or {}).items()}
+        with self._writer():
+            existing = self.store.by_paths([str(p) for p in unique])
+            bar = tqdm(total=len(unique), unit="img", desc="indexing", disable=not progress, dynamic_ncols=True)
+            last_save = time.monotonic()
+            try:
+                for start in range(0, len(unique), self.settings.batch_size):
+                    batch = unique[start : start + self.settings.batch_size]
+                    items, updates = [], []
+                    for path in batch:
+                        try:
+                            data = path.read_bytes()
+                        except OSError as exc:
+                            report.failed.append((str(path), f"cannot read: {exc.strerror or exc}"))
+                            continue
+                        sha = content_hash(data)
+                        old = existing.get(str(path))
+                        if old is not None and old[1] == sha:
+                            report.skipped += 1
+                            if path in meta:
+                                updates.append((old[0], user_fields(meta[path])))
+                            continue
+                        items.append(Item(path, data, sha, old[0] if old else None, dict(meta.get(path) or {})))
+                    if updates:
+                        self.store.update_many(updates)
+                    report.added += len(self._ingest(items, report))
+                    bar.update(len(batch))
+                    bar.set_postfix(added=report.added, skipped=report.skipped, failed=len(report.failed))
+                    if time.monotonic() - last_save > CHECKPOINT_SECONDS:
+                        self._persist()
+                        last_save = time.monotonic()
+            finally:
+                bar.close()
+                self._persist()
+            self._maybe_change_kind(progress)
+        return report
+
+    def add_image_bytes(self, data: bytes, filename: str, metadata: dict | None = None) -> ImageRecord:
+        image = decode_image(data, max_pixels=self.settings.max_image_pixels)
+        sha = content_hash(data)
+        meta = dict(metadata or {})
+        meta["extra"] = {**(meta.get("extra") or {}), "filename": filename}
+        report = AddReport()
+        with self._writer():  # checked under the lock: two uploads of the same photo make one record
+            existing = self.store.by_sha256(sha)
+            if existing is not None:
+                return existing
+            # Absolute: the record must stay valid whatever the working directory of the next process.
+            target = self.folder.resolve() / UPLOADS_DIR / f"{sha}{upload_suffix(data, filename)}"
+            atomic_write_bytes(target, data)
+            try:
+                records = self._ingest([Item(target, data, sha, None, meta, image.size)], report, {sha: image})
+                self._persist()
+            finally:
+                if not self.store.by_paths([str(target)]):
+                    target.unlink(missing_ok=True)  # not indexed: leave no orphan file behind
+        if not records:
+            raise ImageDecodeError(report.failed[0][1] if report.failed else "the image could not be indexed")
+        return records[0]
+
+    def remove(self, ids: Sequence[int]) -> int:
+        with self._writer():
+            present = self.store.id_keys([int(i) for i in ids])
+            if not present:
+                return 0
+            doomed = [i for i, _, _ in present]
+            with self._rw.write():  # vectors first: a search never returns an id whose row is gone
+                if self._vectors is not None:
+                    self._vectors.remove(doomed)
+            self.store.delete(doomed)
+            self._persist()
+        uploads = (self.folder / UPLOADS_DIR).resolve()
+        for _, _, path in present:
+            if Path(path).parent == uploads and not self.store.by_paths([path]):
+                Path(path).unlink(missing_ok=True)
+        return len(doomed)
+
+    def rebuild(self, *, progress: bool = True) -> AddReport:
+        """Re-derive every vector (cached raw features, re-encoding on a miss) in the current image space,
+        in the index kind the size rule picks now. Rows whose image can no longer be read are dropped
+        (reported in ``failed``)."""
+        report = AddReport()
+        with self._writer():
+            keys = self.store.id_keys()
+            features, failed = self._features_for(keys, progress=progress)
+            report.failed += failed
+            if failed:
+                lost = {path for path, _ in failed}
+                self.store.delete([i for i, _, path in keys if path in lost])
+            ids = np.array(sorted(features), dtype=np.int64)
+            kind = choose_kind(len(ids), self.index_settings)
+            fresh: VectorIndex | None = None
+            if len(ids):
+                matrix = self._space.apply(np.stack([features[int(i)] for i in ids]))
+                fresh = VectorIndex.build(ids, matrix, kind, self.index_settings)
+            with self._rw.write():
+                self._vectors = fresh
+            self.sidecar.image_space = _space_config(self._space)
+            self._persist()
+            report.added = len(ids)
+        return report
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+        self.store.close()
+
+    def __enter__(self) -> ImageIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,76 @@
+"""The two halves of the shared space, ready to use: text → index space, and image → index space.
+
+``TextEmbedder`` = frozen multilingual sentence encoder + trained :class:`~indexer.tower.TextTower`.
+``ImageEmbedder`` = frozen CNN + the fixed :class:`~indexer.image_space.ImageSpace` normalisation.
+Both return float32 unit vectors, so inner product = cosine similarity everywhere (FAISS, tagging, captions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from indexer.encoders.base import ImageEncoder, TextEncoder
+from indexer.encoders.factory import create_image_encoder, create_text_encoder
+from indexer.image_space import ImageSpace
+from indexer.tower import TextTower
+
+SHIPPED_TOWER = Path(__file__).parent / "assets" / "tower"
+
+
+def shipped_tower_path() -> Path:
+    """The default text tower trained by ``polyglot train`` on the shared train split (see docs/results.md)."""
+    return SHIPPED_TOWER
+
+
+class TextEmbedder:
+    def __init__(self, tower: TextTower, encoder: TextEncoder) -> None:
+        if encoder.name != tower.text_encoder:
+            raise ValueError(f"tower was trained on {tower.text_encoder!r} embeddings, not {encoder.name!r}")
+        self.tower = tower
+        self.encoder = encoder
+
+    @classmethod
+    def from_tower(cls, tower_path: Path | None, models_dir: Path, device: str = "cpu") -> TextEmbedder:
+        tower = TextTower.from_pretrained(tower_path or shipped_tower_path())
+        return cls(tower, create_text_encoder(tower.text_encoder, models_dir, device=device))
+
+    @property
+    def languages(self) -> frozenset[str] | None:
+        return self.encoder.languages
+
+    @property
+    def dim(self) -> int:
+        return int(self.tower.config["output_dim"])
+
+    def load(self) -> None:
+        self.encoder.load()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.tower.embed(self.encoder.predict(texts))
+
+
+class ImageEmbedder:
+    def __init__(self, encoder: ImageEncoder, space: ImageSpace) -> None:
+        self.encoder = encoder
+        self.space = space
+
+    @classmethod
+    def create(cls, spec: str, space: ImageSpace, device: str = "cpu") -> ImageEmbedder:
+        return cls(create_image_encoder(spec, device=device), space)
+
+    def load(self) -> None:
+        self.encoder.load()
+
+    def features(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """Raw pooled CNN features (what the features cache stores)."""
+        return self.encoder.predict(images)
+
+    def embed_features(self, features: np.ndarray) -> np.ndarray:
+        return self.space.apply(features)
+
+    def embed(self, images: Sequence[Image.Image]) -> np.ndarray:
+        return self.space.apply(self.encoder.predict(images))

@@ -1,0 +1,94 @@
+"""Abstract encoders: construct cheaply, ``load()`` once (never in ``__init__``), then ``predict()``.
+
+Image encoders return the frozen pooled feature vector of an ImageNet CNN (no trainable layer on the image
+side) and can turn those features into ImageNet class probabilities with the CNN's own classifier head.
+Text encoders return one l2-normalised sentence embedding per text, in any language they declare.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+from PIL import Image
+
+
+class EncoderNotLoadedError(RuntimeError):
+    pass
+
+
+class Encoder(ABC):
+    """Common life cycle: cheap constructor, explicit ``load()``, thread-safe ``predict()`` afterwards."""
+
+    name: str = ""
+
+    def __init__(self) -> None:
+        self._loaded = False
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    def load(self) -> None:
+        """Read weights from disk (idempotent). Never downloads unless the encoder is a hub encoder."""
+        if not self._loaded:
+            self._load()
+            self._loaded = True
+
+    @abstractmethod
+    def _load(self) -> None: ...
+
+    def _require_loaded(self) -> None:
+        if not self._loaded:
+            raise EncoderNotLoadedError(f"encoder {self.name!r} used before load()")
+
+
+class ImageEncoder(Encoder):
+    """Frozen CNN: ``predict`` gives pooled features (n, dim); ``classify`` maps them to class probabilities."""
+
+    dim: int = 0
+
+    @abstractmethod
+    def _predict(self, images: Sequence[Image.Image]) -> np.ndarray: ...
+
+    @abstractmethod
+    def _classify(self, features: np.ndarray) -> np.ndarray: ...
+
+    @property
+    @abstractmethod
+    def class_names(self) -> list[str]:
+        """Readable English names of the classifier's classes (index-aligned with ``classify``)."""
+
+    def predict(self, images: Sequence[Image.Image]) -> np.ndarray:
+        self._require_loaded()
+        if not images:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.ascontiguousarray(self._predict(images), dtype=np.float32)
+
+    def classify(self, features: np.ndarray) -> np.ndarray:
+        """Class probabilities (n, num_classes) from pooled features, via the CNN's own linear head."""
+        self._require_loaded()
+        return np.ascontiguousarray(self._classify(np.atleast_2d(features)), dtype=np.float32)
+
+
+class TextEncoder(Encoder):
+    """Multilingual sentence encoder: ``predict`` gives l2-normalised embeddings (n, dim)."""
+
+    dim: int = 0
+    #: ISO 639-1 codes the model was trained on; ``None`` means "not declared" (accept any code).
+    languages: frozenset[str] | None = None
+
+    @abstractmethod
+    def _predict(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def supports(self, lang: str) -> bool:
+        return self.languages is None or lang.lower() in self.languages
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        self._require_loaded()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = np.asarray(self._predict(list(texts)), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return np.ascontiguousarray(vectors / np.maximum(norms, 1e-12))

@@ -1,0 +1,152 @@
+"""Expand what a user names on the command line into image paths plus optional per-image metadata.
+
+* a folder: every file with an image suffix below it (recursive, sorted, hidden files skipped);
+* a file with an image suffix: itself;
+* a manifest (``.csv``, ``.jsonl``, ``.ndjson``): one image per row/line with a ``path`` column/key; relative
+  paths are resolved against the manifest's folder. ``title``, ``caption`` and ``tags`` (a list, or a string
+  split on ``,`` / ``;`` / ``|``) are recognised; any other non-empty column goes to ``extra``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from indexer.images import is_image_path
+
+MANIFEST_SUFFIXES = frozenset({".csv", ".jsonl", ".ndjson"})
+_KNOWN = ("title", "caption", "tags")
+
+
+class SourceError(ValueError):
+    """A path or manifest the user gave cannot be used; the message says which and why."""
+
+
+@dataclass
+class Sources:
+    paths: list[Path] = field(default_factory=list)
+    metadata: dict[Path, dict[str, Any]] = field(default_factory=dict)
+
+
+def expand_sources(inputs: Iterable[Path]) -> Sources:
+    """Image paths (absolute, de-duplicated, in the order given) and metadata from manifests."""
+    result = Sources()
+    seen: set[Path] = set()
+
+    def take(path: Path, meta: dict[str, Any] | None = None) -> None:
+        if path in seen:
+            if meta:
+                result.metadata[path] = meta
+            return
+        seen.add(path)
+        result.paths.append(path)
+        if meta:
+            result.metadata[path] = meta
+
+    for raw in inputs:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise SourceError(f"{raw}: no such file or folder")
+        path = path.resolve()
+        if path.is_dir():
+            for found in _walk(path):
+                take(found)
+        elif path.suffix.lower() in MANIFEST_SUFFIXES:
+            for image, meta in read_manifest(path):
+                take(image, meta)
+        elif is_image_path(path):
+            take(path)
+        else:
+            raise SourceError(
+                f"{raw}: not a folder, an image ({'/'.join(sorted(_image_suffixes()))}) "
+                f"or a manifest ({'/'.join(sorted(MANIFEST_SUFFIXES))})"
+            )
+    return result
+
+
+def _image_suffixes() -> set[str]:
+    from indexer.images import IMAGE_SUFFIXES
+
+    return set(IMAGE_SUFFIXES)
+
+
+def _walk(folder: Path) -> list[Path]:
+    found = []
+    for path in folder.rglob("*"):
+        relative = path.relative_to(folder)
+        if any(part.startswith(".") for part in relative.parts):
+            continue  # .thumbnails, .git, editor temp files
+        if path.is_file() and is_image_path(path):
+            found.append(path.resolve())
+    return sorted(found)
+
+
+def read_manifest(manifest: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Rows of a CSV or JSONL manifest as (absolute image path, metadata)."""
+    try:
+        text = manifest.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"cannot read manifest {manifest}: {exc}") from exc
+    rows = _csv_rows(manifest, text) if manifest.suffix.lower() == ".csv" else _jsonl_rows(manifest, text)
+    out = []
+    for where, row in rows:
+        raw_path = row.get("path")
+        if not isinstance(raw_path, str) or not raw_path.strip():
+            raise SourceError(f"{manifest}:{where}: missing 'path'")
+        image = Path(raw_path.strip()).expanduser()
+        if not image.is_absolute():
+            image = manifest.parent / image
+        if not image.is_file():
+            raise SourceError(f"{manifest}:{where}: image {raw_path!r} not found (looked at {image})")
+        out.append((image.resolve(), _metadata(manifest, where, row)))
+    if not out:
+        raise SourceError(f"manifest {manifest} lists no images")
+    return out
+
+
+def _csv_rows(manifest: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    reader = csv.DictReader(text.splitlines())
+    if not reader.fieldnames or "path" not in reader.fieldnames:
+        raise SourceError(f"{manifest}: a CSV manifest needs a header row with a 'path' column")
+    # DictReader line numbers: header is line 1, so the first row is line 2.
+    return [(index + 2, dict(row)) for index, row in enumerate(reader)]
+
+
+def _jsonl_rows(manifest: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"{manifest}:{number}: not valid JSON ({exc.msg})") from exc
+        if not isinstance(row, dict):
+            raise SourceError(f"{manifest}:{number}: each line must be a JSON object with a 'path' key")
+        rows.append((number, row))
+    return rows
+
+
+def _metadata(manifest: Path, where: int, row: dict[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for key in ("title", "caption"):
+        value = row.get(key)
+        if value not in (None, ""):
+            meta[key] = str(value)
+    tags = row.get("tags")
+    if isinstance(tags, str):
+        parsed = [t.strip() for t in tags.replace(";", ",").replace("|", ",").split(",") if t.strip()]
+        if parsed:  # an empty CSV cell means "no tags given", not "clear the tags"
+            meta["tags"] = parsed
+    elif isinstance(tags, list):
+        meta["tags"] = [str(t).strip() for t in tags if str(t).strip()]
+    elif tags is not None:
+        raise SourceError(f"{manifest}:{where}: 'tags' must be a list or a comma-separated string")
+    extra = {k: v for k, v in row.items() if k not in ("path", *_KNOWN) and v not in (None, "") and k is not None}
+    if extra:
+        meta["extra"] = extra
+    return meta

@@ -1,0 +1,262 @@
+"""The machinery under :class:`indexer.collection.ImageIndex`: locks, ingest, persistence, reconciliation.
+
+Kept apart so the public class reads as its API; see indexer/collection.py for the commit protocol.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from tqdm.auto import tqdm
+
+from indexer.atomic import atomic_write_bytes
+from indexer.encoders.base import ImageEncoder
+from indexer.feature_cache import FeatureCache
+from indexer.image_space import ImageSpace
+from indexer.images import ImageDecodeError, content_hash, decode_image
+from indexer.settings import IndexerSettings
+from indexer.store.ingest import Item, header_size
+from indexer.store.locks import IndexBusyError, ReadWriteLock, process_lock
+from indexer.store.metadata import ImageRecord, MetadataStore
+from indexer.store.sidecar import Sidecar
+from indexer.store.vectors import KINDS, VectorIndex, VectorIndexSettings, choose_kind
+
+log = logging.getLogger("indexer.collection")
+
+FAISS_NAME = "vectors.faiss"
+LOCK_NAME = ".write.lock"
+
+
+@dataclass
+class AddReport:
+    added: int = 0
+    skipped: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+
+class IndexCore(ABC):
+    """State and private steps of an image index (one folder)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        settings: IndexerSettings,
+        encoder: ImageEncoder,
+        space: ImageSpace,
+        sidecar: Sidecar,
+        store: MetadataStore,
+        vectors: VectorIndex | None,
+        index_settings: VectorIndexSettings,
+    ) -> None:
+        self.folder = folder
+        self.settings = settings
+        self.encoder = encoder
+        self._space = space
+        self.sidecar = sidecar
+        self.store = store
+        self._vectors = vectors
+        self.index_settings = index_settings
+        self._rw = ReadWriteLock()
+        self._write_mutex = threading.RLock()
+        self._writer_depth = 0
+        self._encoder_lock = threading.Lock()
+        self._cache_lock = threading.Lock()
+        self._cache: FeatureCache | None = None
+        self.rebuilt_on_open: AddReport | None = None
+
+    def __len__(self) -> int:
+        with self._rw.read():
+            return len(self._vectors) if self._vectors is not None else 0
+
+    @contextmanager
+    def _writer(self) -> Iterator[None]:
+        with self._write_mutex:
+            if self._writer_depth:  # re-entered (add → kind change → rebuild): the file lock is already ours
+                self._writer_depth += 1
+                try:
+                    yield
+                finally:
+                    self._writer_depth -= 1
+                return
+            with process_lock(self.folder / LOCK_NAME):
+                self._writer_depth = 1
+                try:
+                    yield
+                finally:
+                    self._writer_depth = 0
+
+    def _loaded_encoder(self) -> ImageEncoder:
+        with self._encoder_lock:
+            if not self.encoder.loaded:
+                if self.settings.torch_threads:
+                    import torch
+
+                    torch.set_num_threads(self.settings.torch_threads)
+                self.encoder.load()
+        return self.encoder
+
+    def _feature_cache(self) -> FeatureCache:
+        if self._cache is None:
+            # A ResNet checkpoint's width is only known once loaded; the bundled CNNs declare theirs.
+            dim = self.sidecar.dim or self.encoder.dim or self._loaded_encoder().dim
+            with self._cache_lock:
+                if self._cache is None:
+                    self._cache = FeatureCache(self.settings.resolved_cache_dir, self.encoder.name, dim)
+        return self._cache
+
+    def _ingest(
+        self, items: builtins.list[Item], report: AddReport, decoded: dict[str, Image.Image] | None = None
+    ) -> builtins.list[ImageRecord]:
+        """Features (cache or encoder) → rows (one transaction) → vectors. Returns the new records."""
+        if not items:
+            return []
+        cache = self._feature_cache()
+        features = cache.get_many([item.sha256 for item in items])
+        images = dict(decoded or {})
+        broken: dict[str, str] = {}
+        for item in items:
+            if item.sha256 in features or item.sha256 in images or item.sha256 in broken:
+                continue
+            try:
+                image = decode_image(item.data, max_pixels=self.settings.max_image_pixels)
+            except ImageDecodeError as exc:
+                broken[item.sha256] = str(exc)
+                continue
+            images[item.sha256] = image
+            item.size = image.size
+        todo = [sha for sha in images if sha not in features]
+        if todo:
+            computed = self._loaded_encoder().predict([images[sha] for sha in todo])
+            fresh = dict(zip(todo, computed, strict=True))
+            cache.put_many(fresh)
+            features.update(fresh)
+        good: builtins.list[Item] = []
+        for item in items:
+            if item.sha256 in broken:
+                report.failed.append((str(item.path), broken[item.sha256]))
+                continue
+            if item.size is None:
+                try:
+                    item.size = images[item.sha256].size if item.sha256 in images else header_size(item.data)
+                except ImageDecodeError as exc:
+                    report.failed.append((str(item.path), str(exc)))
+                    continue
+            good.append(item)
+        if not good:
+            return []
+        replaced = [item.replaces for item in good if item.replaces is not None]
+        records = self.store.insert([item.to_new_image() for item in good], replace_ids=replaced)
+        matrix = self._space.apply(np.stack([features[item.sha256] for item in good]))
+        self._add_vectors([r.id for r in records], matrix, replaced)
+        return records
+
+    def _add_vectors(self, ids: Sequence[int], matrix: np.ndarray, replaced: Sequence[int] = ()) -> None:
+        with self._rw.write():
+            if self._vectors is None:
+                self._vectors = VectorIndex.create(matrix.shape[1], "flat", self.index_settings)
+                self.sidecar.dim = matrix.shape[1]
+            if replaced:
+                self._vectors.remove(replaced)
+            self._vectors.add(ids, matrix)
+
+    def _features_for(
+        self, keys: Sequence[tuple[int, str, str]], progress: bool
+    ) -> tuple[dict[int, np.ndarray], builtins.list[tuple[str, str]]]:
+        """Raw features by id for ``(id, sha256, path)`` rows: cached, else re-encoded from the file."""
+        cache = self._feature_cache()
+        cached = cache.get_many([sha for _, sha, _ in keys])
+        out = {i: cached[sha] for i, sha, _ in keys if sha in cached}
+        missing = [(i, sha, path) for i, sha, path in keys if sha not in cached]
+        failed: builtins.list[tuple[str, str]] = []
+        bar = tqdm(total=len(missing), unit="img", desc="re-encoding", disable=not progress or not missing)
+        for start in range(0, len(missing), self.settings.batch_size):
+            batch, images = [], []
+            for i, sha, path in missing[start : start + self.settings.batch_size]:
+                try:
+                    data = Path(path).read_bytes()
+                    if content_hash(data) != sha:
+                        raise ImageDecodeError("the file changed since it was indexed; run `polyglot index add`")
+                    images.append(decode_image(data, max_pixels=self.settings.max_image_pixels))
+                    batch.append((i, sha))
+                except (OSError, ImageDecodeError) as exc:
+                    failed.append((path, str(exc)))
+            if images:
+                vectors = self._loaded_encoder().predict(images)
+                cache.put_many({sha: vectors[n] for n, (_, sha) in enumerate(batch)})
+                out.update({i: vectors[n] for n, (i, _) in enumerate(batch)})
+            bar.update(len(missing[start : start + self.settings.batch_size]))
+        bar.close()
+        return out, failed
+
+    def _persist(self) -> None:
+        """Write the FAISS file, then the sidecar, both atomically (the sidecar describes the file)."""
+        with self._rw.read():
+            data = self._vectors.to_bytes() if self._vectors is not None else None
+            count = len(self._vectors) if self._vectors is not None else 0
+            kind = self._vectors.kind if self._vectors is not None else self.sidecar.index_type
+        if data is not None:
+            atomic_write_bytes(self.folder / FAISS_NAME, data)
+        else:
+            (self.folder / FAISS_NAME).unlink(missing_ok=True)
+        self.sidecar.count = count
+        self.sidecar.index_type = kind
+        self.sidecar.save(self.folder)
+
+    def _maybe_change_kind(self, progress: bool) -> None:
+        """Apply the size rule after growth (never shrink automatically: `rebuild` does that)."""
+        current = self._vectors.kind if self._vectors is not None else None
+        wanted = choose_kind(len(self), self.index_settings)
+        if current is None or wanted == current:
+            return
+        if self.index_settings.kind == "auto" and KINDS.index(wanted) < KINDS.index(current):
+            return
+        log.info("index kind change", extra={"from": current, "to": wanted, "count": len(self)})
+        self.rebuild(progress=progress)
+
+    def _reconcile_if_free(self) -> None:
+        try:
+            with self._writer():
+                for stale in self.folder.glob(".*.tmp"):  # a writer killed inside an atomic write
+                    stale.unlink(missing_ok=True)
+                self._reconcile()
+        except IndexBusyError:
+            # Another process is mid-write; it reconciles itself. Read what is on disk.
+            log.info("index busy: skipping reconcile", extra={"index_dir": str(self.folder)})
+
+    def _reconcile(self) -> None:
+        sql_ids = set(self.store.ids())
+        faiss_ids = set(self._vectors.ids().tolist()) if self._vectors is not None else set()
+        extra, missing = faiss_ids - sql_ids, sorted(sql_ids - faiss_ids)
+        if not extra and not missing and self.sidecar.count == len(faiss_ids):
+            return
+        if extra and self._vectors is not None:
+            with self._rw.write():
+                self._vectors.remove(sorted(extra))
+        if missing:
+            keys = self.store.id_keys(missing)
+            features, failed = self._features_for(keys, progress=False)
+            if failed:
+                lost = {path for path, _ in failed}
+                self.store.delete([i for i, _, path in keys if path in lost])
+                log.warning("dropped rows whose images are gone", extra={"failed": failed[:20]})
+            ids = sorted(features)
+            if ids:
+                self._add_vectors(ids, self._space.apply(np.stack([features[i] for i in ids])))
+        log.warning(
+            "index reconciled after an interrupted write",
+            extra={"dropped_vectors": len(extra), "restored_vectors": len(missing)},
+        )
+        self._persist()
+
+    @abstractmethod
+    def rebuild(self, *, progress: bool = True) -> AddReport:
+        """Re-derive every vector (see ImageIndex.rebuild); used when the index kind must change."""

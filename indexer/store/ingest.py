@@ -1,0 +1,74 @@
+"""Per-image facts gathered before indexing: bytes, content hash, upright size, user metadata."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from indexer.images import ImageDecodeError
+from indexer.store.metadata import NewImage
+
+# EXIF orientations 5-8 rotate by 90°: the upright image has width and height swapped.
+_TRANSPOSED = {5, 6, 7, 8}
+_FORMAT_SUFFIX = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif", "BMP": ".bmp", "TIFF": ".tif"}
+
+
+@dataclass
+class Item:
+    path: Path
+    data: bytes
+    sha256: str
+    replaces: int | None = None  # id of the record this file had before its content changed
+    meta: dict[str, Any] = field(default_factory=dict)
+    size: tuple[int, int] | None = None  # upright (width, height), filled once known
+
+    def to_new_image(self) -> NewImage:
+        if self.size is None:
+            raise ValueError(f"size of {self.path} unknown")
+        return NewImage(
+            path=str(self.path),
+            sha256=self.sha256,
+            width=self.size[0],
+            height=self.size[1],
+            bytes=len(self.data),
+            **user_fields(self.meta),
+        )
+
+
+def user_fields(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """The editable columns from a metadata dict: title, caption, tags; everything else into ``extra``."""
+    meta = dict(meta or {})
+    extra = dict(meta.pop("extra", None) or {})
+    fields: dict[str, Any] = {
+        "title": meta.pop("title", None),
+        "caption": meta.pop("caption", None),
+        "tags": [str(t) for t in (meta.pop("tags", None) or [])],
+    }
+    extra.update(meta)
+    fields["extra"] = extra
+    return fields
+
+
+def header_size(data: bytes) -> tuple[int, int]:
+    """Upright size from the header only (no pixel decoding); for images whose features are cached."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            orientation = image.getexif().get(0x0112)
+    except Exception as exc:  # Pillow raises many types for garbage; all mean "not an image"
+        raise ImageDecodeError(f"not an image: {exc}") from exc
+    return (height, width) if orientation in _TRANSPOSED else (width, height)
+
+
+def upload_suffix(data: bytes, filename: str) -> str:
+    """File suffix for a stored upload: the image's real format, not whatever the client called it."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            fmt = image.format or ""
+    except Exception:
+        fmt = ""
+    return _FORMAT_SUFFIX.get(fmt, Path(filename).suffix.lower() or ".img")

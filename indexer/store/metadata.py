@@ -1,0 +1,245 @@
+"""Image metadata in SQL (SQLAlchemy 2.0 typed ORM): a SQLite file by default, any database URL otherwise.
+
+The ``images.id`` primary key is also the FAISS id of the image's vector. Ids are never reused (SQLite
+``AUTOINCREMENT``, PostgreSQL sequences), so an id left over in a FAISS file after a crash can never be
+mistaken for a newer image. Every write runs in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, BigInteger, DateTime, Engine, Integer, String, Text, create_engine, event, func, select
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+# SQLite only autoincrements an "INTEGER PRIMARY KEY"; elsewhere ids are 64-bit like FAISS ids.
+_ID_TYPE = BigInteger().with_variant(Integer(), "sqlite")
+_BATCH = 900  # stay under SQLite's bound-parameter limit in IN (...) clauses
+_EDITABLE = frozenset({"title", "caption", "tags", "extra"})
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[str]: JSON}
+
+
+class ImageRow(Base):
+    __tablename__ = "images"
+    __table_args__ = {"sqlite_autoincrement": True}  # noqa: RUF012 (SQLAlchemy reads it from the class)
+
+    id: Mapped[int] = mapped_column(_ID_TYPE, primary_key=True, autoincrement=True)
+    path: Mapped[str] = mapped_column(String(4096), unique=True)
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    width: Mapped[int]
+    height: Mapped[int]
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    title: Mapped[str | None] = mapped_column(Text)
+    caption: Mapped[str | None] = mapped_column(Text)
+    tags: Mapped[list[str]] = mapped_column(default=list)
+    extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+@dataclass
+class ImageRecord:
+    """One indexed image, detached from any database session."""
+
+    id: int
+    path: str
+    sha256: str
+    width: int
+    height: int
+    bytes: int
+    added_at: datetime
+    title: str | None = None
+    caption: str | None = None
+    tags: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: ImageRow) -> ImageRecord:
+        # SQLite drops the time zone, PostgreSQL returns the session's: always hand out UTC.
+        added = row.added_at.astimezone(UTC) if row.added_at.tzinfo else row.added_at.replace(tzinfo=UTC)
+        return cls(
+            id=int(row.id),
+            path=row.path,
+            sha256=row.sha256,
+            width=int(row.width),
+            height=int(row.height),
+            bytes=int(row.bytes),
+            added_at=added,
+            title=row.title,
+            caption=row.caption,
+            tags=list(row.tags or []),
+            extra=dict(row.extra or {}),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "added_at": self.added_at.isoformat()}
+
+
+@dataclass
+class NewImage:
+    """What the indexer knows about an image before it has an id."""
+
+    path: str
+    sha256: str
+    width: int
+    height: int
+    bytes: int
+    title: str | None = None
+    caption: str | None = None
+    tags: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{Path(path).resolve()}"
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for logs and stats."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+class MetadataStore:
+    """The ``images`` table behind a small API; safe to share between threads."""
+
+    def __init__(self, url: str, schema: str | None = None) -> None:
+        self.url = url
+        engine = create_engine(url, future=True)
+        if engine.dialect.name == "sqlite":
+            event.listen(engine, "connect", _sqlite_pragmas)
+        if schema:
+            # One database can hold several indices (or test runs), each in its own schema.
+            engine = engine.execution_options(schema_translate_map={None: schema})
+        self.engine: Engine = engine
+        Base.metadata.create_all(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """One transaction: committed if the block finishes, rolled back otherwise."""
+        with self._sessions.begin() as session:
+            yield session
+
+    # ------------------------------------------------------------------ reads
+    def count(self) -> int:
+        with self._sessions() as session:
+            return int(session.scalar(select(func.count(ImageRow.id))) or 0)
+
+    def total_bytes(self) -> int:
+        with self._sessions() as session:
+            return int(session.scalar(select(func.coalesce(func.sum(ImageRow.bytes), 0))) or 0)
+
+    def ids(self) -> list[int]:
+        with self._sessions() as session:
+            return [int(i) for i in session.scalars(select(ImageRow.id).order_by(ImageRow.id))]
+
+    def id_keys(self, ids: Sequence[int] | None = None) -> list[tuple[int, str, str]]:
+        """``(id, sha256, path)`` of the given ids (all images when ``ids`` is None), by id."""
+        query = select(ImageRow.id, ImageRow.sha256, ImageRow.path).order_by(ImageRow.id)
+        with self._sessions() as session:
+            if ids is None:
+                return [(int(i), s, p) for i, s, p in session.execute(query)]
+            out: list[tuple[int, str, str]] = []
+            unique = sorted(set(ids))
+            for start in range(0, len(unique), _BATCH):
+                chunk = unique[start : start + _BATCH]
+                out += [(int(i), s, p) for i, s, p in session.execute(query.where(ImageRow.id.in_(chunk)))]
+            return sorted(out)
+
+    def by_paths(self, paths: Sequence[str]) -> dict[str, tuple[int, str]]:
+        """``path -> (id, sha256)`` for the paths already indexed."""
+        found: dict[str, tuple[int, str]] = {}
+        unique = list(dict.fromkeys(paths))
+        with self._sessions() as session:
+            for start in range(0, len(unique), _BATCH):
+                chunk = unique[start : start + _BATCH]
+                query = select(ImageRow.path, ImageRow.id, ImageRow.sha256).where(ImageRow.path.in_(chunk))
+                found.update({p: (int(i), s) for p, i, s in session.execute(query)})
+        return found
+
+    def by_sha256(self, sha256: str) -> ImageRecord | None:
+        with self._sessions() as session:
+            row = session.scalars(select(ImageRow).where(ImageRow.sha256 == sha256).order_by(ImageRow.id)).first()
+            return ImageRecord.from_row(row) if row else None
+
+    def get(self, id_: int) -> ImageRecord | None:
+        with self._sessions() as session:
+            row = session.get(ImageRow, int(id_))
+            return ImageRecord.from_row(row) if row else None
+
+    def page(self, offset: int = 0, limit: int = 100) -> list[ImageRecord]:
+        query = select(ImageRow).order_by(ImageRow.id).offset(max(0, offset)).limit(max(0, limit))
+        with self._sessions() as session:
+            return [ImageRecord.from_row(row) for row in session.scalars(query)]
+
+    # ------------------------------------------------------------------ writes
+    def insert(self, images: Sequence[NewImage], replace_ids: Sequence[int] = ()) -> list[ImageRecord]:
+        """Delete ``replace_ids`` and insert ``images`` in one transaction; returns the new records in order."""
+        now = datetime.now(UTC)
+        with self.transaction() as session:
+            if replace_ids:
+                self._delete(session, replace_ids)
+                session.flush()  # the replaced rows must be gone before their paths are inserted again
+            rows = [ImageRow(added_at=now, **image.__dict__) for image in images]
+            session.add_all(rows)
+            session.flush()  # assigns the ids
+            return [ImageRecord.from_row(row) for row in rows]
+
+    def delete(self, ids: Sequence[int]) -> list[int]:
+        """Delete rows by id in one transaction; returns the ids that existed."""
+        with self.transaction() as session:
+            return self._delete(session, ids)
+
+    def update(self, id_: int, **fields: Any) -> ImageRecord | None:
+        """Change user metadata (title, caption, tags, extra) of one image."""
+        return self.update_many([(id_, fields)])[0]
+
+    def update_many(self, changes: Sequence[tuple[int, dict[str, Any]]]) -> list[ImageRecord | None]:
+        """Several metadata updates in one transaction (None for ids that do not exist)."""
+        for _, fields in changes:
+            unknown = set(fields) - _EDITABLE
+            if unknown:
+                raise ValueError(f"cannot update {sorted(unknown)}; editable fields: {sorted(_EDITABLE)}")
+        out: list[ImageRow | None] = []
+        with self.transaction() as session:
+            for id_, fields in changes:
+                row = session.get(ImageRow, int(id_))
+                if row is not None:
+                    for name, value in fields.items():
+                        setattr(row, name, value)
+                out.append(row)
+            session.flush()
+            return [ImageRecord.from_row(row) if row is not None else None for row in out]
+
+    @staticmethod
+    def _delete(session: Session, ids: Sequence[int]) -> list[int]:
+        gone: list[int] = []
+        unique = sorted({int(i) for i in ids})
+        for start in range(0, len(unique), _BATCH):
+            chunk = unique[start : start + _BATCH]
+            rows = list(session.scalars(select(ImageRow).where(ImageRow.id.in_(chunk))))
+            for row in rows:
+                gone.append(int(row.id))
+                session.delete(row)
+        return sorted(gone)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL: the service keeps reading while an admin writes; FULL: a committed batch survives power loss.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()

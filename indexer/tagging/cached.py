@@ -1,0 +1,45 @@
+"""Text → index-space vectors through the features cache: a vocabulary or caption set is encoded once.
+
+The frozen sentence embeddings are cached by text (the same cache training uses); the tower is applied on
+top every time, so a new tower never reads stale vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from indexer.embedders import TextEmbedder
+from indexer.feature_cache import FeatureCache, text_key
+from indexer.tagging.sources import MatrixCaptionRetriever
+from indexer.tagging.vocabulary import read_texts
+
+
+def embed_cached(
+    text: TextEmbedder,
+    texts: Sequence[str],
+    cache_dir: Path,
+    progress: Callable[[int], object] | None = None,
+) -> np.ndarray:
+    encoder = text.encoder
+    cache = FeatureCache(cache_dir, encoder.name, encoder.dim)
+    try:
+
+        def encode(positions: list[int]) -> np.ndarray:
+            encoder.load()
+            return encoder.predict([texts[p] for p in positions])
+
+        sentences = cache.compute([text_key(t) for t in texts], encode, batch_size=256, progress=progress)
+    finally:
+        cache.close()
+    return text.tower.embed(sentences) if len(texts) else np.zeros((0, text.dim), np.float32)
+
+
+def caption_retriever_from_file(
+    path: Path, text: TextEmbedder, cache_dir: Path, progress: Callable[[int], object] | None = None
+) -> MatrixCaptionRetriever:
+    """English captions of a JSONL caption collection (or plain lines), embedded for image→caption search."""
+    captions = list(dict.fromkeys(read_texts(path, "en")))
+    return MatrixCaptionRetriever(captions, embed_cached(text, captions, cache_dir, progress))

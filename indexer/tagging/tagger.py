@@ -1,0 +1,239 @@
+"""``Tagger``: an image → tags in the requested languages, chosen with the image as context (§3.3.2).
+
+Construction does no I/O; :meth:`Tagger.from_settings` loads the models and the vocabularies. After that,
+:meth:`tag` is safe to call from several threads: the encoders are thread-safe, vocabularies are swapped
+as a whole on reload, and the source-tag embedding cache is guarded by a lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from PIL import Image
+
+from indexer.encoders.base import ImageEncoder
+from indexer.image_space import ImageSpace
+from indexer.tagging.ranking import contextual_tags
+from indexer.tagging.settings import TaggingSettings
+from indexer.tagging.sources import (
+    CaptionRetriever,
+    SourceKind,
+    caption_source_tags,
+    imagenet_source_tags,
+)
+from indexer.tagging.store import VocabularyStore
+from indexer.tagging.vocabulary import Vocabulary, VocabularyError
+
+log = logging.getLogger(__name__)
+_CACHE_LIMIT = 20_000
+
+
+class TextEmbedding(Protocol):
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class UnknownLanguageError(ValueError):
+    def __init__(self, unknown: Sequence[str], available: Sequence[str]) -> None:
+        self.unknown = list(unknown)
+        self.available = list(available)
+        listed = ", ".join(self.available) or "none"
+        super().__init__(
+            f"no tag vocabulary for {', '.join(self.unknown)}; available languages: {listed} "
+            f"(build one with `polyglot tags vocab build --lang {self.unknown[0]} FILE...`)"
+        )
+
+
+@dataclass(frozen=True)
+class Tag:
+    tag: str
+    score: float
+    source: str
+
+    def as_dict(self) -> dict[str, str | float]:
+        return {"tag": self.tag, "score": round(self.score, 6), "source": self.source}
+
+
+def tower_fingerprint(tower: object) -> str | None:
+    """Identity of a text tower's weights (vocabulary vectors are only valid for the tower that made them)."""
+    state_dict = getattr(tower, "state_dict", None)
+    if state_dict is None:
+        return None
+    digest = hashlib.sha256()
+    for name, tensor in sorted(state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+class Tagger:
+    def __init__(
+        self,
+        image_encoder: ImageEncoder,
+        text: TextEmbedding,
+        image_space: ImageSpace,
+        vocabularies: dict[str, Vocabulary],
+        settings: TaggingSettings | None = None,
+        captions: CaptionRetriever | None = None,
+        fingerprint: str | None = None,
+        store: VocabularyStore | None = None,
+    ) -> None:
+        self.image_encoder = image_encoder
+        self.text = text
+        self.image_space = image_space
+        self.settings = settings or TaggingSettings()
+        self.captions = captions
+        self.fingerprint = fingerprint
+        self._lock = threading.Lock()
+        self._source_vectors: dict[str, np.ndarray] = {}
+        self._vocabularies: dict[str, Vocabulary] = {}
+        self.store = store
+        self._checked = time.monotonic()
+        self.set_vocabularies(vocabularies)
+
+    def refresh(self, every: float = 5.0) -> bool:
+        """Pick up vocabularies built (or rolled back) on disk since loading; at most one look per ``every`` s.
+
+        Returns whether anything changed. A version that cannot be read keeps the loaded one (and logs).
+        """
+        now = time.monotonic()
+        if self.store is None or now - self._checked < every:
+            return False
+        self._checked = now
+        current = {lang: self.store.current_version(lang) for lang in self.store.languages()}
+        loaded = {lang: v.info.get("version") for lang, v in self._vocabularies.items()}
+        if current == loaded:
+            return False
+        fresh = {}
+        for lang, version in current.items():
+            if loaded.get(lang) == version:
+                fresh[lang] = self._vocabularies[lang]
+                continue
+            try:
+                fresh[lang] = self.store.load(lang, version)
+            except VocabularyError as exc:
+                log.warning("tag vocabulary not reloaded", extra={"lang": lang, "error": str(exc)})
+                if lang in self._vocabularies:
+                    fresh[lang] = self._vocabularies[lang]
+        self.set_vocabularies(fresh)
+        return True
+
+    @property
+    def languages(self) -> list[str]:
+        return sorted(self._vocabularies)
+
+    @property
+    def vocabularies(self) -> dict[str, Vocabulary]:
+        return dict(self._vocabularies)
+
+    def set_vocabularies(self, vocabularies: dict[str, Vocabulary]) -> None:
+        """Replace all vocabularies at once; vectors made by another tower are re-embedded with this one."""
+        ready = {}
+        for lang, vocabulary in vocabularies.items():
+            made_by = vocabulary.info.get("tower")
+            if self.fingerprint and made_by and made_by != self.fingerprint:
+                log.warning("re-embedding tag vocabulary made by another tower", extra={"lang": lang})
+                vectors = np.asarray(self.text.embed(vocabulary.words), dtype=np.float32)
+                vocabulary = Vocabulary(
+                    lang, vocabulary.words, vocabulary.counts, vectors, vocabulary.info, vocabulary.display
+                )
+            ready[lang] = vocabulary
+        self._vocabularies = ready  # one assignment: readers see the old or the new set, never a mix
+
+    def check_languages(self, langs: Sequence[str]) -> list[str]:
+        wanted = [lang.strip().lower() for lang in langs if lang.strip()]
+        unknown = [lang for lang in wanted if lang not in self._vocabularies]
+        if unknown or not wanted:
+            raise UnknownLanguageError(unknown or ["(none given)"], self.languages)
+        return list(dict.fromkeys(wanted))
+
+    def source_kind(self, kind: str | None = None) -> SourceKind:
+        chosen = kind or self.settings.source
+        if chosen == "auto":
+            return SourceKind.CAPTIONS if self.captions is not None else SourceKind.IMAGENET
+        if chosen == SourceKind.CAPTIONS and self.captions is None:
+            raise ValueError("caption source tags need a caption index; none is loaded")
+        return SourceKind(chosen)
+
+    def source_tags(self, features: np.ndarray, image_vector: np.ndarray, kind: SourceKind, n: int) -> list[str]:
+        if kind is SourceKind.CAPTIONS:
+            assert self.captions is not None
+            hits = self.captions.search(image_vector, self.settings.captions_k)
+            if not hits:
+                raise ValueError(
+                    "caption source tags need English captions, and the caption index has none "
+                    "(add some with `polyglot index captions add FILE.jsonl`, or use source=imagenet)"
+                )
+            return caption_source_tags(hits, n)
+        probabilities = self.image_encoder.classify(features.reshape(1, -1))[0]
+        return imagenet_source_tags(probabilities, self.image_encoder.class_names, n)
+
+    def embed_sources(self, tags: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            missing = [tag for tag in dict.fromkeys(tags) if tag not in self._source_vectors]
+        if missing:
+            vectors = np.asarray(self.text.embed(missing), dtype=np.float32)
+            with self._lock:
+                if len(self._source_vectors) + len(missing) > _CACHE_LIMIT:
+                    self._source_vectors.clear()
+                self._source_vectors.update(zip(missing, vectors, strict=True))
+        with self._lock:
+            cached = {tag: self._source_vectors.get(tag) for tag in tags}
+        rows = [cached[tag] for tag in tags]
+        if any(row is None for row in rows):  # evicted by a concurrent clear: embed directly
+            return np.asarray(self.text.embed(list(tags)), dtype=np.float32)
+        return np.stack([row for row in rows if row is not None]) if rows else np.zeros((0, 0), np.float32)
+
+    def rank(
+        self,
+        image_vector: np.ndarray,
+        sources: Sequence[str],
+        lang: str,
+        w1: float | None = None,
+        w2: float | None = None,
+    ) -> list[Tag]:
+        vocabulary = self._vocabularies[lang]
+        if not sources:
+            return []
+        ranked = contextual_tags(
+            image_vector,
+            self.embed_sources(sources),
+            vocabulary.vectors,
+            self.settings.w1 if w1 is None else w1,
+            self.settings.w2 if w2 is None else w2,
+        )
+        written = vocabulary.display or vocabulary.words
+        return [Tag(written[r.target], r.score, sources[r.source]) for r in ranked]
+
+    def tag_features(
+        self, features: np.ndarray, langs: Sequence[str], k: int, source: str | None = None
+    ) -> dict[str, list[Tag]]:
+        """Tags for an image given its raw pooled CNN features (what the index and the features cache hold)."""
+        langs = self.check_languages(langs)
+        features = np.asarray(features, dtype=np.float32).reshape(-1)
+        image_vector = self.image_space.apply(features)[0]
+        kind = self.source_kind(source)
+        try:
+            sources = self.source_tags(features, image_vector, kind, k)
+        except ValueError:
+            if (source or self.settings.source) != "auto":
+                raise
+            # auto and no English captions indexed (yet): the CNN's classes still give source tags.
+            sources = self.source_tags(features, image_vector, SourceKind.IMAGENET, k)
+        return {lang: self.rank(image_vector, sources, lang) for lang in langs}
+
+    def tag(
+        self, image: Image.Image, langs: Sequence[str], k: int | None = None, source: str | None = None
+    ) -> dict[str, list[Tag]]:
+        """``{lang: [Tag, ...]}``: up to ``k`` tags per language, one per English source tag, in source order."""
+        k = self.settings.default_k if k is None else k
+        if not 1 <= k <= self.settings.max_k:
+            raise ValueError(f"k must be between 1 and {self.settings.max_k}, got {k}")
+        langs = self.check_languages(langs)  # before the CNN runs: a bad request costs nothing
+        return self.tag_features(self.image_encoder.predict([image])[0], langs, k, source)

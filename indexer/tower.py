@@ -1,0 +1,118 @@
+"""The text tower: a frozen multilingual sentence embedding → a small MLP → the frozen image-feature space.
+
+Architecture from Aggarwal et al., "Towards Zero-shot Cross-lingual Image Retrieval and Tagging" (§3.1):
+stacked blocks of fully connected layer → dropout → ReLU → l2-norm; the last block has no l2-norm. Three
+blocks, widths [1024, 2048, image-dim], dropout [0.2, 0.1, 0.0] by default.
+
+Saved as ``config.json`` + ``model.safetensors`` (sentence-transformers style) and loaded with
+``TextTower(**config)``; this module imports nothing from ``training``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save
+from torch import nn
+
+from indexer.atomic import atomic_open, atomic_write_json
+from indexer.image_space import ImageSpace
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+
+
+class L2Norm(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.normalize(x, dim=-1)
+
+
+class TextTower(nn.Module):
+    def __init__(
+        self,
+        input_dim: int,
+        output_dim: int,
+        hidden_dims: Sequence[int] = (1024, 2048),
+        dropouts: Sequence[float] = (0.2, 0.1, 0.0),
+        final_relu: bool = True,
+        text_encoder: str = "muse",
+        image_encoder: str = "efficientnet-lite2",
+        image_space: dict[str, Any] | None = None,
+        languages: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__()
+        widths = [*hidden_dims, output_dim]
+        if len(dropouts) != len(widths):
+            raise ValueError(f"need one dropout per block: {len(widths)} blocks, {len(dropouts)} dropouts")
+        self.config: dict[str, Any] = {
+            "input_dim": int(input_dim),
+            "output_dim": int(output_dim),
+            "hidden_dims": [int(w) for w in hidden_dims],
+            "dropouts": [float(p) for p in dropouts],
+            "final_relu": bool(final_relu),
+            "text_encoder": text_encoder,
+            "image_encoder": image_encoder,
+            "image_space": dict(image_space or {"kind": "l2"}),
+            "languages": sorted(languages) if languages else None,
+        }
+        layers: list[nn.Module] = []
+        previous = input_dim
+        for index, (width, dropout) in enumerate(zip(widths, dropouts, strict=True)):
+            last = index == len(widths) - 1
+            layers += [nn.Linear(previous, width), nn.Dropout(dropout)]
+            if not last or final_relu:
+                layers.append(nn.ReLU())
+            if not last:
+                layers.append(L2Norm())
+            previous = width
+        self.mlp = nn.Sequential(*layers)
+
+    @property
+    def text_encoder(self) -> str:
+        return str(self.config["text_encoder"])
+
+    @property
+    def image_encoder(self) -> str:
+        return str(self.config["image_encoder"])
+
+    @property
+    def image_space(self) -> ImageSpace:
+        return ImageSpace.from_config(self.config["image_space"])
+
+    def forward(self, sentence_embeddings: torch.Tensor) -> torch.Tensor:
+        return self.mlp(sentence_embeddings)
+
+    @torch.inference_mode()
+    def embed(self, sentence_embeddings: np.ndarray) -> np.ndarray:
+        """Sentence embeddings (n, input_dim) → unit vectors in the index space (n, output_dim), float32."""
+        self.eval()
+        out = self.forward(torch.from_numpy(np.ascontiguousarray(sentence_embeddings, dtype=np.float32)))
+        return F.normalize(out, dim=-1).numpy()
+
+    def save_pretrained(self, folder: Path, extra: dict[str, Any] | None = None) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in self.state_dict().items()}
+        with atomic_open(folder / WEIGHTS_NAME) as handle:
+            handle.write(save(tensors))
+        atomic_write_json(folder / CONFIG_NAME, {**self.config, **(extra or {})})
+
+    @classmethod
+    def from_pretrained(cls, folder: Path) -> TextTower:
+        folder = Path(folder)
+        config_path = folder / CONFIG_NAME
+        if not config_path.exists():
+            raise FileNotFoundError(f"no text tower at {folder}: {CONFIG_NAME} is missing")
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        parameters = inspect.signature(cls.__init__).parameters
+        known = {key: value for key, value in config.items() if key in parameters}  # the rest is the model card
+        model = cls(**known)
+        model.load_state_dict(load_file(str(folder / WEIGHTS_NAME)))
+        return model.eval()

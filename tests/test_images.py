@@ -1,0 +1,99 @@
+"""Image decoding: EXIF orientation, odd modes, tiny and huge images, garbage and truncated files."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from indexer.images import ImageDecodeError, decode_image, file_hash, load_image
+from indexer.store.ingest import header_size
+
+
+def encode(image: Image.Image, fmt: str, **kwargs: object) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt, **kwargs)
+    return buffer.getvalue()
+
+
+def test_exif_orientation_is_applied() -> None:
+    # A landscape 40x20 image, left half red, stored with "rotate 90° CW to display" (orientation 6).
+    pixels = np.zeros((20, 40, 3), dtype=np.uint8)
+    pixels[:, :20] = (255, 0, 0)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    data = encode(Image.fromarray(pixels), "JPEG", exif=exif.tobytes(), quality=95)
+    image = decode_image(data)
+    assert image.size == (20, 40)  # upright: portrait
+    top = np.asarray(image)[:5].mean(axis=(0, 1))
+    assert top[0] > 200 and top[1] < 60  # the red half is now on top
+    assert header_size(data) == (20, 40)  # the cheap header path agrees
+
+
+@pytest.mark.parametrize(
+    ("mode", "fmt", "value"),
+    [
+        ("L", "PNG", 128),
+        ("CMYK", "JPEG", (0, 0, 0, 0)),
+        ("P", "GIF", 3),
+        ("I;16", "PNG", 40_000),
+        ("LA", "PNG", (50, 255)),
+    ],
+)
+def test_any_mode_becomes_rgb(mode: str, fmt: str, value: object) -> None:
+    image = decode_image(encode(Image.new(mode, (16, 12), value), fmt))  # type: ignore[arg-type]
+    assert image.mode == "RGB" and image.size == (16, 12)
+
+
+def test_sixteen_bit_gray_is_scaled_not_clipped() -> None:
+    image = decode_image(encode(Image.new("I;16", (16, 16), 32_768), "PNG"))
+    assert 120 <= np.asarray(image)[0, 0, 0] <= 136  # half of 65535 → half of 255
+
+
+def test_alpha_is_flattened_on_white() -> None:
+    image = decode_image(encode(Image.new("RGBA", (10, 10), (255, 0, 0, 0)), "PNG"))
+    assert tuple(np.asarray(image)[0, 0]) == (255, 255, 255)
+
+
+def test_tiny_image_is_upsampled() -> None:
+    image = decode_image(encode(Image.new("RGB", (1, 3), (1, 2, 3)), "PNG"))
+    assert min(image.size) >= 8
+
+
+def test_decompression_bomb_is_refused() -> None:
+    data = encode(Image.new("L", (3000, 3000)), "PNG")  # tiny file, 9 Mpx
+    with pytest.raises(ImageDecodeError, match="too large"):
+        decode_image(data, max_pixels=1_000_000)
+    assert decode_image(data, max_pixels=10_000_000).size == (3000, 3000)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "empty"),
+        (b"%PDF-1.4 hello", "not an image"),
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 20, "corrupt|not an image"),
+    ],
+)
+def test_garbage_is_a_clear_error(data: bytes, message: str) -> None:
+    with pytest.raises(ImageDecodeError, match=message):
+        decode_image(data)
+
+
+def test_truncated_jpeg_is_an_error() -> None:
+    rng = np.random.default_rng(0)
+    data = encode(Image.fromarray(rng.integers(0, 255, (64, 64, 3), dtype=np.uint8)), "JPEG")
+    with pytest.raises(ImageDecodeError, match=r"truncated|corrupt"):
+        decode_image(data[: len(data) // 2])
+
+
+def test_load_image_and_hash(tmp_path: Path) -> None:
+    path = tmp_path / "a.png"
+    path.write_bytes(encode(Image.new("RGB", (9, 9), (0, 255, 0)), "PNG"))
+    assert load_image(path).size == (9, 9)
+    assert len(file_hash(path)) == 64
+    with pytest.raises(ImageDecodeError, match="cannot read"):
+        load_image(tmp_path / "missing.png")

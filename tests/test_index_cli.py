@@ -1,0 +1,137 @@
+"""`polyglot index ...` through typer's CliRunner: add twice, manifests, list, stats, remove, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import FakeImageEncoder, write_random_images
+from typer.testing import CliRunner
+
+from app.cli import cli
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for key in ("POLYGLOT_DATABASE_URL", "POLYGLOT_INDEX_DIR", "POLYGLOT_CACHE_DIR", "POLYGLOT_IMAGE_ENCODER"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "var"))
+    monkeypatch.setenv("POLYGLOT_TOWER_PATH", str(tmp_path / "no-tower"))  # plain l2 space
+    monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", "efficientnet-lite0")
+    # The CLI builds its encoder from settings; swap in the fast fake one, keeping the name check honest.
+    monkeypatch.setattr("indexer.collection.create_image_encoder", lambda spec, device="cpu": _named_fake(spec))
+    return tmp_path
+
+
+def _named_fake(spec: str) -> FakeImageEncoder:
+    encoder = FakeImageEncoder(0)
+    encoder.name = spec
+    return encoder
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(cli, ["index", *args])
+    return result.exit_code, result.output
+
+
+def test_add_folder_twice_then_list_stats_remove(cli_env: Path) -> None:
+    write_random_images(cli_env / "photos", 5)
+    code, output = invoke("add", "photos")
+    assert code == 0, output
+    assert "added 5, unchanged 0" in output and "indexing" in output  # the progress bar ran
+    code, output = invoke("add", "photos", "--quiet")
+    assert code == 0 and "added 0, unchanged 5" in output
+
+    code, output = invoke("list", "--json", "--limit", "3")
+    rows = [json.loads(line) for line in output.splitlines() if line.strip()]
+    assert code == 0 and [r["id"] for r in rows] == [1, 2, 3]
+    assert rows[0]["path"].endswith("img_0_000.jpg")
+
+    code, output = invoke("stats", "--json")
+    stats = json.loads(output)
+    assert code == 0 and stats["count"] == 5 and stats["index_type"] == "flat"
+    assert stats["image_encoder"] == "efficientnet-lite0" and stats["faiss_file_bytes"] > 0
+
+    code, output = invoke("remove", "1", "2", "--path", "photos/img_0_004.jpg")
+    assert code == 0 and "removed 3 of 3" in output
+    code, output = invoke("stats", "--json")
+    assert json.loads(output)["count"] == 2
+    code, output = invoke("list")
+    assert code == 0 and "img_0_002.jpg" in output and "img_0_000.jpg" not in output
+
+    code, output = invoke("rebuild", "--quiet")
+    assert code == 0 and "rebuilt 2 vectors" in output
+
+
+def test_manifest_csv_and_jsonl(cli_env: Path) -> None:
+    a, b, c = write_random_images(cli_env / "m" / "imgs", 3)
+    (cli_env / "m" / "list.csv").write_text(
+        'path,title,tags,photographer\nimgs/img_0_000.jpg,"A dog","dog, pet",Ann\nimgs/img_0_001.png,,,\n'
+    )
+    (cli_env / "m" / "more.jsonl").write_text(
+        json.dumps({"path": str(c), "caption": "ein Hund", "tags": ["hund"]}) + "\n"
+    )
+    code, output = invoke("add", "m/list.csv", "m/more.jsonl")
+    assert code == 0 and "added 3" in output, output
+    rows = {Path(r["path"]).name: r for r in map(json.loads, invoke("list", "--json")[1].splitlines())}
+    assert rows[a.name]["title"] == "A dog" and rows[a.name]["tags"] == ["dog", "pet"]
+    assert rows[a.name]["extra"] == {"photographer": "Ann"}
+    assert rows[b.name]["title"] is None and rows[b.name]["tags"] == []
+    assert rows[c.name]["caption"] == "ein Hund"
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "message"),
+    [
+        ({}, ["add", "missing"], "missing: no such file or folder"),
+        ({"x.txt": "hi"}, ["add", "x.txt"], "not a folder, an image"),
+        ({"bad.csv": "file,title\na.jpg,x\n"}, ["add", "bad.csv"], "'path' column"),
+        ({"bad.jsonl": "{not json\n"}, ["add", "bad.jsonl"], "bad.jsonl:1: not valid JSON"),
+        ({"gone.jsonl": '{"path": "nope.jpg"}\n'}, ["add", "gone.jsonl"], "image 'nope.jpg' not found"),
+        ({"empty/.keep": ""}, ["add", "empty"], "no images found"),
+        ({}, ["list"], "no index in"),
+        ({}, ["remove"], "give image ids or --path"),
+    ],
+)
+def test_user_errors_exit_2_without_traceback(
+    cli_env: Path, files: dict[str, str], args: list[str], message: str
+) -> None:
+    for name, content in files.items():
+        (cli_env / name).parent.mkdir(parents=True, exist_ok=True)
+        (cli_env / name).write_text(content)
+    code, output = invoke(*args)
+    assert code == 2, output
+    assert message in " ".join(output.split()) and "Traceback" not in output
+
+
+def test_other_encoder_is_a_clear_cli_error(cli_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_random_images(cli_env / "photos", 2)
+    assert invoke("add", "photos")[0] == 0
+    monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", "efficientnet-lite2")
+    code, output = invoke("add", "photos")
+    assert code == 2 and "built with image encoder 'efficientnet-lite0'" in " ".join(output.split())
+    assert "Traceback" not in output
+
+
+def test_new_image_space_asks_for_rebuild(cli_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from indexer.image_space import ImageSpace
+
+    write_random_images(cli_env / "photos", 3)
+    assert invoke("add", "photos", "-q")[0] == 0
+    tower = cli_env / "tower"
+    tower.mkdir()
+    space = ImageSpace("center-l2", mean=np.full(48, 0.2, dtype=np.float32))
+    (tower / "config.json").write_text(json.dumps({"image_space": space.to_config()}))
+    monkeypatch.setenv("POLYGLOT_TOWER_PATH", str(tower))  # a newly trained tower in another image space
+    code, output = invoke("list")
+    assert code == 2 and "polyglot index rebuild" in " ".join(output.split())
+    code, output = invoke("rebuild", "-q")
+    assert code == 0 and "rebuilt 3 vectors" in output
+    assert invoke("list")[0] == 0
+    assert json.loads(invoke("stats", "--json")[1])["image_space"] == space.fingerprint

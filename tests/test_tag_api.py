@@ -1,0 +1,143 @@
+"""``POST /tag`` over HTTP with the service's fake engine (tiny encoders, random tower): answers and bad inputs."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from api_fixtures import CAPTIONS, fake_engine_factory, fake_text_embedder, service_settings  # noqa: F401
+from fastapi.testclient import TestClient
+from PIL import Image
+
+from app.main import create_app
+from app.settings import ServiceSettings
+from indexer.tagging.store import VocabularyStore
+from indexer.tagging.vocabulary import build_vocabulary
+
+FR_WORDS = ["chien", "plage", "rouge", "voiture", "enfants", "rue", "vert", "bleu"]
+DE_WORDS = ["hund", "strand", "rot", "auto", "kinder", "straße"]
+
+
+def png(colour: tuple[int, int, int] = (230, 20, 20), size: tuple[int, int] = (40, 30)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def tag_client(service_settings: ServiceSettings) -> Iterator[TestClient]:  # noqa: F811
+    embed = fake_text_embedder().embed
+    store = VocabularyStore.beside_index(service_settings.resolved_index_dir)
+    for lang, words in (("fr", FR_WORDS), ("de", DE_WORDS)):
+        store.save(build_vocabulary(lang, Counter(dict.fromkeys(words, 3)), embed))
+    app = create_app(service_settings, fake_engine_factory((), CAPTIONS))  # app/main.py loads the tagger
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
+
+
+def post(client: TestClient, params: dict[str, Any], data: bytes | None = None, name: str = "photo.png") -> Any:
+    files = {"file": (name, data if data is not None else png(), "image/png")}
+    return client.post("/v1/tag", params=params, files=files)
+
+
+def test_tags_in_two_languages(tag_client: TestClient) -> None:
+    short = tag_client.post("/tag", params={"lang": "fr"}, files={"file": ("p.png", png(), "image/png")})
+    assert short.status_code == 200, short.text  # the short form, as for every router
+    response = post(tag_client, {"lang": "fr,de", "k": 3})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert set(body) == {"fr", "de"}
+    for lang, words in (("fr", FR_WORDS), ("de", DE_WORDS)):
+        tags = body[lang]
+        assert len(tags) == 3
+        assert all(t["tag"] in words for t in tags)
+        assert len({t["tag"] for t in tags}) == 3  # one distinct target tag per source tag
+        # auto: the caption index has English captions, so the sources are words of the nearest captions
+        caption_words = {w for c in CAPTIONS if c.lang == "en" for w in c.text.split()}
+        assert all(t["source"] in caption_words for t in tags)
+    assert [t["source"] for t in body["fr"]] == [t["source"] for t in body["de"]]
+
+
+def test_answer_is_what_the_tagger_computes(tag_client: TestClient) -> None:
+    body = post(tag_client, {"lang": "fr", "k": 2, "source": "imagenet"}).json()
+    engine = tag_client.app.state.engine  # type: ignore[attr-defined]
+    expected = engine.components["tagger"].tag(Image.open(io.BytesIO(png())).convert("RGB"), ["fr"], 2, "imagenet")
+    assert [(t["tag"], t["source"]) for t in body["fr"]] == [(t.tag, t.source) for t in expected["fr"]]
+    assert body["fr"][0]["source"] == "red"  # the fake CNN's top class for a red image
+    assert [t["score"] for t in body["fr"]] == pytest.approx([t.score for t in expected["fr"]], abs=1e-5)
+
+
+def test_default_k_and_caption_sources(tag_client: TestClient) -> None:
+    body = post(tag_client, {"lang": "fr", "source": "captions"}).json()
+    # English caption words (dog, beach, children, …) are the sources; 8 French words cap the answer.
+    assert 1 <= len(body["fr"]) <= len(FR_WORDS)
+    caption_words = {w for c in CAPTIONS if c.lang == "en" for w in c.text.split()}
+    assert all(t["source"] in caption_words for t in body["fr"])
+
+
+def test_unknown_language_is_422_listing_the_available_ones(tag_client: TestClient) -> None:
+    response = post(tag_client, {"lang": "fr,ja"})
+    assert response.status_code == 422
+    assert "ja" in response.json()["detail"] and "de, fr" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"lang": "fr", "k": 0}, {"lang": "fr", "k": 51}, {"lang": "fr", "source": "wiki"}, {"lang": ","}, {}],
+)
+def test_bad_parameters_are_422(tag_client: TestClient, params: dict[str, Any]) -> None:
+    assert post(tag_client, params).status_code == 422
+
+
+def test_not_an_image_is_422(tag_client: TestClient) -> None:
+    response = post(tag_client, {"lang": "fr"}, data=b"this is a text file", name="notes.txt")
+    assert response.status_code == 422
+    assert "not an image" in response.json()["detail"]
+
+
+def test_empty_and_missing_uploads_are_422(tag_client: TestClient) -> None:
+    assert post(tag_client, {"lang": "fr"}, data=b"").status_code == 422
+    assert tag_client.post("/v1/tag", params={"lang": "fr"}).status_code == 422
+
+
+def test_too_large_upload_is_413(tag_client: TestClient) -> None:
+    response = post(tag_client, {"lang": "fr"}, data=b"\x89PNG" + b"0" * 300_000)
+    assert response.status_code == 413
+
+
+def test_no_vocabulary_at_all_says_how_to_build(service_settings: ServiceSettings, tmp_path: Path) -> None:  # noqa: F811
+    app = create_app(service_settings, fake_engine_factory())
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = post(client, {"lang": "fr"})
+    assert response.status_code == 422
+    assert "available languages: none" in response.json()["detail"]
+    assert "polyglot tags vocab build" in response.json()["detail"]
+
+
+def test_a_vocabulary_built_while_serving_is_picked_up(
+    tag_client: TestClient,
+    service_settings: ServiceSettings,  # noqa: F811
+) -> None:
+    assert post(tag_client, {"lang": "pt"}).status_code == 422
+    store = VocabularyStore.beside_index(service_settings.resolved_index_dir)
+    store.save(build_vocabulary("pt", Counter({"cachorro": 3, "praia": 3}), fake_text_embedder().embed))
+    tagger = tag_client.app.state.engine.components["tagger"]  # type: ignore[attr-defined]
+    tagger._checked = -1e9  # do not wait for the 5 s refresh interval
+    response = post(tag_client, {"lang": "pt", "k": 2})
+    assert response.status_code == 200, response.text
+    assert {t["tag"] for t in response.json()["pt"]} == {"cachorro", "praia"}
+
+
+def test_caption_source_without_english_captions_is_422(service_settings: ServiceSettings) -> None:  # noqa: F811
+    VocabularyStore.beside_index(service_settings.resolved_index_dir).save(
+        build_vocabulary("fr", Counter({"chien": 3, "plage": 3}), fake_text_embedder().embed)
+    )
+    with TestClient(create_app(service_settings, fake_engine_factory()), raise_server_exceptions=False) as client:
+        assert post(client, {"lang": "fr", "k": 2}).status_code == 200  # auto: ImageNet classes instead
+        response = post(client, {"lang": "fr", "source": "captions"})
+    assert response.status_code == 422
+    assert "no" in response.json()["detail"] and "captions add" in response.json()["detail"]

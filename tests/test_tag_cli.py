@@ -1,0 +1,109 @@
+"""`polyglot tags vocab build|list` and `polyglot tag` through typer's CliRunner, on the service's fake models."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from api_fixtures import fake_text_embedder
+from conftest import FakeImageEncoder, write_random_images
+from typer.testing import CliRunner
+
+import indexer.tagging.loading as loading
+from app.cli import cli
+
+runner = CliRunner()
+ROWS = [
+    {"image": "1.jpg", "lang": "fr", "text": "Un chien court sur la plage", "source": "t"},
+    {"image": "2.jpg", "lang": "fr", "text": "Deux chiens jouent sur la plage", "source": "t"},
+    {"image": "3.jpg", "lang": "fr", "text": "Une voiture rouge dans la rue", "source": "t"},
+    {"image": "3.jpg", "lang": "fr", "text": "La voiture rouge", "source": "t"},
+    {"image": "1.jpg", "lang": "en", "text": "A dog runs on the beach", "source": "t"},
+]
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for key in list(os.environ):
+        if key.startswith("POLYGLOT_"):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", FakeImageEncoder.name)
+    monkeypatch.setattr(loading, "load_text_embedder", lambda settings: fake_text_embedder())
+    monkeypatch.setattr(loading, "create_image_encoder", lambda spec, device="cpu": FakeImageEncoder(0))
+    (tmp_path / "captions.jsonl").write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+def test_build_list_and_rebuild_a_vocabulary(cli_env: Path) -> None:
+    code, output = invoke("tags", "vocab", "build", "--lang", "fr", "captions.jsonl", "--min-count", "2", "-q")
+    assert code == 0, output
+    assert "fr v1: 3 tags" in output  # seen twice: plage, rouge, voiture ("chien"/"chiens" once each)
+    vocab = json.loads((cli_env / "home/index/tags/fr/v1/vocab.json").read_text(encoding="utf-8"))
+    assert vocab["words"] == ["plage", "rouge", "voiture"] and vocab["counts"] == [2, 2, 2]
+    code, output = invoke("tags", "vocab", "build", "--lang", "fr", "captions.jsonl", "-q")
+    assert code == 0 and "fr v2" in output
+    code, output = invoke("tags", "vocab", "list", "--json")
+    assert code == 0, output
+    listing = json.loads(output)
+    assert listing[0]["lang"] == "fr" and listing[0]["version"] == 2 and listing[0]["versions"] == [1, 2]
+
+
+def test_word_list_vocabulary(cli_env: Path) -> None:
+    (cli_env / "words.txt").write_text("rive\nbanque\nchien de berger\n", encoding="utf-8")
+    code, output = invoke("tags", "vocab", "build", "--lang", "fr", "--word-list", "words.txt", "-q")
+    assert code == 0, output
+    assert "fr v1: 3 tags" in output
+
+
+def test_tag_an_image_as_json(cli_env: Path) -> None:
+    assert invoke("tags", "vocab", "build", "--lang", "fr", "captions.jsonl", "--min-count", "1", "-q")[0] == 0
+    image = write_random_images(cli_env / "photos", 1)[0]
+    code, output = invoke("tag", str(image), "--lang", "fr", "--k", "3", "--json")
+    assert code == 0, output
+    tags = json.loads(output)["fr"]
+    assert len(tags) == 3
+    assert {t["source"] for t in tags} == {"red", "green", "blue"}  # the fake CNN's three classes
+    assert len({t["tag"] for t in tags}) == 3
+
+
+def test_user_mistakes_are_one_line_errors(cli_env: Path) -> None:
+    code, output = invoke("tags", "vocab", "build", "--lang", "ja", "captions.jsonl")
+    assert code == 2 and "does not cover 'ja'" in output
+    code, output = invoke("tags", "vocab", "build", "--lang", "fr", "missing.jsonl")
+    assert code == 2 and "missing.jsonl is not a file" in output
+    code, output = invoke("tags", "vocab", "build", "--lang", "fr", "captions.jsonl", "--min-count", "50")
+    assert code == 2 and "lower --min-count" in output
+    assert invoke("tags", "vocab", "build", "--lang", "fr", "captions.jsonl", "-q")[0] == 0
+    code, output = invoke("tag", "captions.jsonl", "--lang", "fr")
+    assert code == 2 and "not an image" in output
+    image = write_random_images(cli_env / "photos", 1)[0]
+    code, output = invoke("tag", str(image), "--lang", "de")
+    assert code == 2 and "available languages: fr" in output
+    code, output = invoke("tag", str(image), "--lang", "fr", "--source", "wiki")
+    assert code == 2 and "unknown --source" in output
+    assert "Traceback" not in output
+
+
+def test_tag_uses_the_indexed_english_captions_when_present(cli_env: Path) -> None:
+    from indexer.captions import Caption, CaptionIndex
+
+    assert invoke("tags", "vocab", "build", "--lang", "fr", "captions.jsonl", "--min-count", "1", "-q")[0] == 0
+    index = CaptionIndex.open(cli_env / "home/index/captions", fake_text_embedder(), None)
+    index.add([Caption("en", "a dog runs on the beach"), Caption("en", "a red car in the street")])
+    index.close()
+    image = write_random_images(cli_env / "photos", 1)[0]
+    code, output = invoke("tag", str(image), "--lang", "fr", "--k", "2", "--json")
+    assert code == 0, output
+    sources = {t["source"] for t in json.loads(output)["fr"]}
+    assert sources <= {"dog", "runs", "beach", "red", "car", "street"}
+    code, output = invoke("tag", str(image), "--lang", "fr", "--k", "2", "--json", "--source", "imagenet")
+    assert code == 0 and {t["source"] for t in json.loads(output)["fr"]} <= {"red", "green", "blue"}

@@ -1,0 +1,67 @@
+"""End to end on the shipped models: `polyglot tags vocab build`, `polyglot tag`, and eq. 5 recomputed by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+from typer.testing import CliRunner
+
+from app.cli import cli
+from indexer.embedders import TextEmbedder, shipped_tower_path
+from indexer.encoders import create_image_encoder
+from indexer.images import load_image
+
+pytestmark = pytest.mark.slow
+REPO_MODELS = Path(__file__).resolve().parents[1] / "var" / "models"
+WORDS = ["plage", "mer", "ciel", "sable", "ordinateur", "cuisine", "chien", "voiture", "montagne", "neige", "vélo"]
+
+
+def beach_photo(path: Path) -> Path:
+    """Sky over sea over sand."""
+    image = Image.new("RGB", (320, 240), (120, 180, 235))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 110, 320, 160), fill=(20, 90, 160))
+    draw.rectangle((0, 160, 320, 240), fill=(225, 200, 150))
+    image.save(path)
+    return path
+
+
+@pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped tower yet")
+def test_vocabulary_then_tags_with_the_shipped_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith("POLYGLOT_"):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("POLYGLOT_MODELS_DIR", str(REPO_MODELS))
+    words = sorted(WORDS)
+    (tmp_path / "words.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
+    runner = CliRunner()
+    built = runner.invoke(cli, ["tags", "vocab", "build", "--lang", "fr", "--word-list", "words.txt", "-q"])
+    assert built.exit_code == 0, built.output
+    result = runner.invoke(cli, ["tag", str(beach_photo(tmp_path / "beach.png")), "--lang", "fr", "--k", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    tags = json.loads(result.output)["fr"]
+    assert len(tags) == 3 and len({t["tag"] for t in tags}) == 3
+    assert all(t["tag"] in words for t in tags)
+    # Recompute eq. 5 with the same shipped models, independently of the Tagger's code path.
+    text = TextEmbedder.from_tower(None, REPO_MODELS)
+    text.load()
+    encoder = create_image_encoder(text.tower.image_encoder)
+    encoder.load()
+    image = text.tower.image_space.apply(encoder.predict([load_image(tmp_path / "beach.png")]))[0]
+    # Same batches as the CLI (the quantized mUSE graph is batch-dependent at the 1e-3 level).
+    targets = text.embed(words)
+    sources = text.embed([t["source"] for t in tags])
+    taken: set[str] = set()
+    for tag, source in zip(tags, sources, strict=True):
+        scores = 0.65 * targets @ image + 0.35 * targets @ source
+        best = next(words[i] for i in np.argsort(-scores) if words[i] not in taken)
+        taken.add(best)
+        assert tag["tag"] == best
+        assert tag["score"] == pytest.approx(float(scores[words.index(best)]), abs=1e-4)

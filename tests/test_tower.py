@@ -1,0 +1,72 @@
+"""The text tower: architecture from the M3L paper, config.json + safetensors round trip, image spaces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from indexer.image_space import ImageSpace
+from indexer.tower import L2Norm, TextTower
+
+
+def test_blocks_follow_the_paper() -> None:
+    tower = TextTower(input_dim=8, output_dim=6, hidden_dims=[16, 32], dropouts=[0.2, 0.1, 0.0])
+    kinds = [type(layer) for layer in tower.mlp]
+    # FC → dropout → ReLU → l2-norm, twice; the last block has no l2-norm.
+    assert kinds == [nn.Linear, nn.Dropout, nn.ReLU, L2Norm] * 2 + [nn.Linear, nn.Dropout, nn.ReLU]
+    assert [layer.out_features for layer in tower.mlp if isinstance(layer, nn.Linear)] == [16, 32, 6]
+    no_relu = TextTower(input_dim=8, output_dim=6, hidden_dims=[16], dropouts=[0.1, 0.0], final_relu=False)
+    assert not isinstance(no_relu.mlp[-1], nn.ReLU)
+
+
+def test_dropouts_must_match_blocks() -> None:
+    with pytest.raises(ValueError, match="one dropout per block"):
+        TextTower(input_dim=4, output_dim=4, hidden_dims=[8], dropouts=[0.1])
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    mean = np.linspace(0, 1, 6).astype(np.float32)
+    space = ImageSpace("center-l2", mean)
+    tower = TextTower(
+        input_dim=8,
+        output_dim=6,
+        hidden_dims=[16],
+        dropouts=[0.2, 0.0],
+        image_space=space.to_config(),
+        text_encoder="e5-small",
+        languages=["fr", "en"],
+    )
+    tower.save_pretrained(tmp_path / "t", extra={"metrics": {"en": 0.5}})
+    config = json.loads((tmp_path / "t" / "config.json").read_text())
+    assert config["metrics"] == {"en": 0.5} and config["languages"] == ["en", "fr"]
+    loaded = TextTower.from_pretrained(tmp_path / "t")
+    x = np.random.default_rng(1).normal(size=(3, 8)).astype(np.float32)
+    np.testing.assert_allclose(loaded.embed(x), tower.embed(x), rtol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(loaded.embed(x), axis=1), 1.0, rtol=1e-5)
+    assert loaded.text_encoder == "e5-small"
+    assert loaded.image_space.fingerprint == space.fingerprint
+
+
+def test_missing_tower_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"config\.json"):
+        TextTower.from_pretrained(tmp_path)
+
+
+def test_image_spaces() -> None:
+    x = np.array([[3.0, 4.0], [1.0, 1.0]], dtype=np.float32)
+    np.testing.assert_allclose(ImageSpace("l2").apply(x), [[0.6, 0.8], [2**-0.5, 2**-0.5]], rtol=1e-6)
+    centred = ImageSpace("center-l2", np.array([1.0, 1.0], dtype=np.float32))
+    # [3, 4] - [1, 1] = [2, 3], norm sqrt(13); [1, 1] - [1, 1] = 0 stays 0 instead of dividing by zero.
+    np.testing.assert_allclose(centred.apply(x), [[2 / 13**0.5, 3 / 13**0.5], [0.0, 0.0]], rtol=1e-6)
+    assert ImageSpace.from_config(centred.to_config()).fingerprint == centred.fingerprint
+    assert ImageSpace("l2").fingerprint != centred.fingerprint
+    with pytest.raises(ValueError):
+        ImageSpace("center-l2")
+    with pytest.raises(ValueError):
+        ImageSpace("pca")

@@ -1,0 +1,152 @@
+"""Training on a tiny synthetic data set with toy encoders: learns, saves a loadable tower + model card."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import training.train as train_module
+from indexer.tower import TextTower
+from training.data import DatasetError
+from training.evaluate import evaluate_tower
+from training.prepared import prepare_split
+from training.sampler import DistinctImageBatches
+from training.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
+from training.train import TrainConfig, parse_langs, train
+
+
+@pytest.fixture(autouse=True)
+def _toy_encoders(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.set_num_threads(1)
+    monkeypatch.setattr(train_module, "create_image_encoder", lambda spec: ToyImageEncoder())
+    monkeypatch.setattr(train_module, "create_text_encoder", lambda spec, models_dir: ToyTextEncoder())
+
+
+def config(tmp_path: Path, **overrides: object) -> TrainConfig:
+    data = tmp_path / "data"
+    if not data.exists():
+        make_dataset(data)
+    base: dict[str, object] = {
+        "data": data,
+        "out": tmp_path / "tower",
+        "cache_dir": tmp_path / "cache",
+        "models_dir": tmp_path / "models",
+        "langs": ["en"],
+        "hidden_dims": [32],
+        "dropouts": [0.0, 0.0],
+        "batch_size": 8,
+        "epochs": 15,
+        "patience": 15,
+        "command": "polyglot train --data data",
+    }
+    return TrainConfig(**{**base, **overrides})  # type: ignore[arg-type]
+
+
+def test_batches_hold_distinct_images_and_cover_the_epoch() -> None:
+    caption_image = np.array([0, 0, 0, 1, 1, 2, 3, 3, 4])
+    caption_lang = np.array(["en", "en", "de", "en", "fr", "en", "en", "en", "de"])
+    batches = DistinctImageBatches(caption_image, caption_lang, batch_size=2, seed=0)
+    seen = []
+    for rows, images in batches:
+        assert len(set(images.tolist())) == len(images)
+        assert (caption_image[rows] == images).all()
+        seen += images.tolist()
+    # Five images, batches of two: the last batch of a single image is dropped, nothing is duplicated.
+    assert len(seen) == len(set(seen)) == 4 and set(seen) <= {0, 1, 2, 3, 4}
+
+
+def test_sampler_balances_languages() -> None:
+    # Image 0 has 9 English captions and 1 German: German must come up about half the time.
+    caption_image = np.array([0] * 10 + [1])
+    caption_lang = np.array(["en"] * 9 + ["de", "en"])
+    batches = DistinctImageBatches(caption_image, caption_lang, batch_size=2, seed=0)
+    picks = [caption_lang[rows[images == 0][0]] for _ in range(400) for rows, images in batches]
+    assert 0.4 < picks.count("de") / len(picks) < 0.6
+
+
+@pytest.mark.parametrize(("loss", "options"), [("m3l", {"bounded": True}), ("vse", {}), ("patr", {}), ("infonce", {})])
+def test_training_learns_and_transfers_zero_shot(tmp_path: Path, loss: str, options: dict[str, object]) -> None:
+    result = train(config(tmp_path, loss=loss, loss_options=options))
+    assert result.dev is not None
+    languages = result.dev.report["languages"]
+    assert set(languages) == {"en", "de", "fr"} and result.dev.report["pool_images"] == 15
+    # Chance R@1 is 1/15; a trained tower finds most images, in English and zero-shot in German and French.
+    for lang in ("en", "de", "fr"):
+        assert languages[lang]["t2i"]["r5"] > 0.6, (loss, lang, languages[lang])
+    assert languages["en"]["t2i"]["r1"] > 0.4
+    assert result.history[0]["dev_rsum"] <= max(h["dev_rsum"] for h in result.history)
+
+
+def test_saved_tower_reloads_with_the_same_metrics_and_a_model_card(tmp_path: Path) -> None:
+    result = train(config(tmp_path, epochs=4))
+    folder = tmp_path / "tower"
+    saved = json.loads((folder / "config.json").read_text())
+    assert saved["image_space"]["kind"] == "center-l2" and "mean_f32_base64" in saved["image_space"]
+    assert saved["languages"] == ["en"] and saved["training"]["best_epoch"] == result.best_epoch
+    card = (folder / "README.md").read_text()
+    assert "toy-text" in card and "polyglot train --data data" in card and "| de |" in card
+    tower = TextTower.from_pretrained(folder)
+    dev = prepare_split(tmp_path / "data", "dev", None, ToyImageEncoder(), ToyTextEncoder(), tmp_path / "cache")
+    assert result.dev is not None
+    assert evaluate_tower(tower, dev).report == result.dev.report
+    # The centring mean is the TRAIN split's mean feature.
+    train_split = prepare_split(
+        tmp_path / "data", "train", ["en"], ToyImageEncoder(), ToyTextEncoder(), tmp_path / "cache"
+    )
+    np.testing.assert_allclose(tower.image_space.mean, train_split.image_features.mean(axis=0), rtol=1e-5)
+
+
+def test_image_space_from_reuses_the_mean(tmp_path: Path) -> None:
+    train(config(tmp_path, epochs=1))
+    second = train(config(tmp_path, epochs=1, out=tmp_path / "second", image_space_from=tmp_path / "tower", seed=3))
+    first = TextTower.from_pretrained(tmp_path / "tower")
+    assert second.tower.image_space.fingerprint == first.image_space.fingerprint
+    with pytest.raises(ValueError, match="has space 'center-l2', not 'l2'"):
+        train(config(tmp_path, epochs=1, out=tmp_path / "third", space="l2", image_space_from=tmp_path / "tower"))
+
+
+def test_raw_space_ships_l2_with_final_relu(tmp_path: Path) -> None:
+    result = train(config(tmp_path, epochs=1, space="raw"))
+    assert result.tower.config["image_space"] == {"kind": "l2"} and result.tower.config["final_relu"] is True
+
+
+def test_training_is_reproducible(tmp_path: Path) -> None:
+    first = train(config(tmp_path, epochs=2, out=tmp_path / "a"))
+    second = train(config(tmp_path, epochs=2, out=tmp_path / "b"))
+    for (name, a), b in zip(first.tower.state_dict().items(), second.tower.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def test_bad_inputs(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="language\\(s\\) cs have no captions in split 'train'"):
+        train(config(tmp_path, langs=["en", "cs"]))
+    with pytest.raises(DatasetError, match="no split 'test'"):
+        train(config(tmp_path, split="test"))
+    with pytest.raises(DatasetError, match=r"captions\.jsonl is missing"):
+        train(config(tmp_path, data=tmp_path))
+    with pytest.raises(ValueError, match="at least one language"):
+        parse_langs(" , ")
+    assert parse_langs("en, DE,en") == ["en", "de"]
+
+
+def test_captions_per_lang_keeps_the_first_captions(tmp_path: Path) -> None:
+    make_dataset(tmp_path / "data")
+    full = prepare_split(tmp_path / "data", "dev", ["en"], ToyImageEncoder(), ToyTextEncoder(), tmp_path / "cache")
+    first = prepare_split(
+        tmp_path / "data", "dev", ["en"], ToyImageEncoder(), ToyTextEncoder(), tmp_path / "cache", captions_per_lang=1
+    )
+    assert len(full.caption_text) == 30 and len(first.caption_text) == 15
+    assert first.caption_text == [text for text in full.caption_text if text.startswith("a ")]
+
+
+def test_max_images_keeps_a_fixed_subset(tmp_path: Path) -> None:
+    make_dataset(tmp_path / "data")
+    args = (tmp_path / "data", "train", None, ToyImageEncoder(), ToyTextEncoder(), tmp_path / "cache")
+    first = prepare_split(*args, max_images=7)
+    again = prepare_split(*args, max_images=7)
+    assert len(first.images) == 7 and first.images == again.images
+    assert set(first.caption_image.tolist()) == set(range(7))

@@ -1,0 +1,102 @@
+"""``polyglot train`` / ``polyglot evaluate`` through typer's CliRunner: happy path and clear user errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import app.cli.train_cmd as train_cmd
+import training.train as train_module
+from app.cli import cli
+from indexer.model_files import MUSE_ONNX
+from training.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def toy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    torch.set_num_threads(1)
+    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
+    for module in (train_module, train_cmd):
+        monkeypatch.setattr(module, "create_image_encoder", lambda spec: ToyImageEncoder())
+        monkeypatch.setattr(module, "create_text_encoder", lambda spec, models_dir: ToyTextEncoder())
+    return make_dataset(tmp_path / "data")
+
+
+def invoke(*args: str | Path) -> tuple[int, str]:
+    result = runner.invoke(cli, [str(a) for a in args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.output
+
+
+def test_train_then_evaluate(toy: Path, tmp_path: Path) -> None:
+    tower = tmp_path / "tower"
+    code, output = invoke(
+        "train", "--data", toy, "--out", tower, "--langs", "en", "--loss", "vse", "--epochs", "3",
+        "--batch-size", "8", "--hidden-dims", "32", "--dropouts", "0,0",
+    )  # fmt: skip
+    assert code == 0, output
+    assert (tower / "model.safetensors").exists() and "polyglot train --data" in (tower / "README.md").read_text()
+    code, output = invoke("evaluate", "--data", toy, "--split", "dev", "--tower", tower, "--json", tmp_path / "r.json")
+    assert code == 0, output
+    assert "pool 15 images" in output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["pool_images"] == 15 and set(report["languages"]) == {"de", "en", "fr"}
+    saved = json.loads((tower / "config.json").read_text())["training"]["dev"]
+    assert report == saved
+    code, output = invoke("evaluate", "--data", toy, "--baseline", "label-bridge", "--json", tmp_path / "b.json")
+    assert code == 0, output
+    assert json.loads((tmp_path / "b.json").read_text())["pool_images"] == 15
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "--data", "{missing}", "--out", "{out}"], "does not exist"),
+        (["train", "--data", "{data}", "--out", "{out}", "--split", "test"], "no split 'test'"),
+        (["train", "--data", "{data}", "--out", "{out}", "--langs", "en,xx"], "xx have no captions"),
+        (["train", "--data", "{data}", "--out", "{out}", "--loss", "triplet"], "unknown loss"),
+        (["train", "--data", "{data}", "--out", "{out}", "--loss", "vse", "--rho", "2"], "--rho do not apply"),
+        (["train", "--data", "{data}", "--out", "{out}", "--space", "cosine"], "unknown training space"),
+        (["evaluate", "--data", "{data}", "--tower", "{out}"], "config.json is missing"),
+        (["evaluate", "--data", "{data}", "--baseline", "oracle"], "unknown baseline"),
+    ],
+)
+def test_user_errors_are_clear(toy: Path, tmp_path: Path, args: list[str], message: str) -> None:
+    values = {"missing": tmp_path / "nope", "out": tmp_path / "out", "data": toy}
+    code, output = invoke(*(a.format(**values) for a in args))
+    assert code == 2 and "error:" in output and message in " ".join(output.split()), output
+
+
+def test_encoder_mismatch_is_refused(toy: Path, tmp_path: Path) -> None:
+    code, _ = invoke("train", "--data", toy, "--out", tmp_path / "t", "--epochs", "1", "--batch-size", "8")
+    assert code == 0
+    code, output = invoke("evaluate", "--data", toy, "--tower", tmp_path / "t", "--text-encoder", "muse")
+    assert code == 2 and "trained with text encoder 'toy-text', not 'muse'" in output
+
+
+@pytest.mark.slow
+def test_end_to_end_with_the_bundled_encoders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real EfficientNet-Lite0 + mUSE on the tiny data set: train, then evaluate the saved tower."""
+    models_dir = Path("var/models").resolve()
+    if not MUSE_ONNX.path(models_dir).exists():
+        pytest.skip("bundled mUSE not fetched (polyglot models fetch)")
+    torch.set_num_threads(1)
+    monkeypatch.setenv("POLYGLOT_MODELS_DIR", str(models_dir))
+    monkeypatch.setenv("POLYGLOT_CACHE_DIR", str(tmp_path / "cache"))
+    data = make_dataset(tmp_path / "data")
+    tower = tmp_path / "tower"
+    code, output = invoke(
+        "train", "--data", data, "--out", tower, "--langs", "en", "--loss", "m3l", "--bounded",
+        "--text-encoder", "muse", "--image-encoder", "efficientnet-lite0", "--epochs", "2", "--batch-size", "8",
+    )  # fmt: skip
+    assert code == 0, output
+    code, output = invoke("evaluate", "--data", data, "--tower", tower, "--json", tmp_path / "r.json")
+    assert code == 0, output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["pool_images"] == 15 and all(0 <= b["mR"] <= 1 for b in report["languages"].values())

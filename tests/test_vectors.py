@@ -1,0 +1,106 @@
+"""FAISS store: exact search against a numpy reference, approximate recall, ids, removal, persistence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer.store.vectors import VectorIndex, VectorIndexSettings, bytes_per_vector, choose_kind
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def clustered(rng: np.random.Generator, n: int, dim: int, centres: np.ndarray) -> np.ndarray:
+    # Image features form clusters; uniform noise on a sphere is the (unrealistic) worst case for IVF.
+    return unit(centres[rng.integers(0, len(centres), n)] + 0.35 * rng.normal(size=(n, dim)))
+
+
+def brute_force(queries: np.ndarray, data: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    scores = queries @ data.T
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return ids[order], np.take_along_axis(scores, order, axis=1)
+
+
+def test_exact_search_matches_numpy_reference() -> None:
+    rng = np.random.default_rng(1)
+    data = unit(rng.normal(size=(500, 32)))
+    ids = rng.permutation(10_000)[:500].astype(np.int64)  # arbitrary, non-contiguous ids
+    queries = unit(rng.normal(size=(20, 32)))
+    index = VectorIndex.build(ids, data, "flat")
+    results = index.search(queries, 10)
+    want_ids, want_scores = brute_force(queries, data, ids, 10)
+    for row, result in enumerate(results):
+        assert result.ids == want_ids[row].tolist()
+        np.testing.assert_allclose(result.scores, want_scores[row], rtol=1e-5, atol=1e-5)
+
+
+def test_k_larger_than_collection_drops_padding() -> None:
+    data = unit(np.eye(3, 8) + 0.1)
+    index = VectorIndex.build([5, 6, 7], data, "flat")
+    (result,) = index.search(data[:1], 10)
+    assert sorted(result.ids) == [5, 6, 7] and -1 not in result.ids
+    assert VectorIndex.create(8, "flat").search(data[:1], 5)[0].ids == []
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivf-sq8"])
+def test_approximate_recall_at_10(kind: str) -> None:
+    rng = np.random.default_rng(2)
+    dim = 64
+    centres = rng.normal(size=(40, dim))
+    data = clustered(rng, 6000, dim, centres)
+    queries = clustered(rng, 200, dim, centres)
+    ids = np.arange(len(data), dtype=np.int64) * 7 + 3
+    want, _ = brute_force(queries, data, ids, 10)
+    index = VectorIndex.build(ids, data, kind)
+    got = index.search(queries, 10)
+    recall = np.mean([len(set(r.ids) & set(want[i].tolist())) / 10 for i, r in enumerate(got)])
+    assert recall >= 0.95, f"{kind} recall@10 = {recall:.3f}"
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf-sq8"])
+def test_remove_reconstruct_and_save_load(kind: str, tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    data = unit(rng.normal(size=(400, 16)))
+    ids = np.arange(100, 500, dtype=np.int64)
+    index = VectorIndex.build(ids, data, kind)
+    assert index.remove([100, 101, 999]) == 2  # unknown ids are ignored
+    assert len(index) == 398 and 100 not in index.ids().tolist()
+    assert index.reconstruct(100) is None
+    restored = index.reconstruct(250)
+    assert restored is not None
+    np.testing.assert_allclose(restored, data[150], atol=0.02 if kind == "ivf-sq8" else 1e-6)
+    size = index.save(tmp_path / "v.faiss")
+    assert size == (tmp_path / "v.faiss").stat().st_size
+    loaded = VectorIndex.load(tmp_path / "v.faiss", kind)
+    assert sorted(loaded.ids().tolist()) == sorted(index.ids().tolist())
+    assert loaded.search(data[200:201], 1)[0].ids == [300]
+    assert not list(tmp_path.glob(".*.tmp"))  # atomic write leaves no temporary behind
+    assert (tmp_path / "v.faiss").stat().st_mode & 0o777 == 0o644  # readable by a service running as another user
+
+
+def test_duplicate_ids_and_wrong_dimension_are_refused() -> None:
+    index = VectorIndex.build([1, 2], unit(np.ones((2, 4)) + np.eye(2, 4)), "flat")
+    with pytest.raises(ValueError, match="duplicate"):
+        index.add([2], unit(np.ones((1, 4))))
+    with pytest.raises(ValueError, match="dimension 4"):
+        index.search(np.ones((1, 5), dtype=np.float32), 1)
+
+
+def test_kind_rule_and_memory_estimates() -> None:
+    settings = VectorIndexSettings(exact_max=10, hnsw_max=100)
+    assert [choose_kind(n, settings) for n in (0, 10, 11, 100, 101)] == ["flat", "flat", "hnsw", "hnsw", "ivf-sq8"]
+    assert choose_kind(5, VectorIndexSettings(kind="hnsw")) == "hnsw"
+    assert bytes_per_vector("flat", 1280, settings) == 4 * 1280 + 16
+    assert bytes_per_vector("ivf-sq8", 1280, settings) < bytes_per_vector("flat", 1280, settings) / 3
+    assert bytes_per_vector("hnsw", 1280, settings) > bytes_per_vector("flat", 1280, settings)
+
+
+def test_flat_file_size_matches_memory_estimate(tmp_path: Path) -> None:
+    data = unit(np.random.default_rng(4).normal(size=(1000, 128)))
+    index = VectorIndex.build(np.arange(1000), data, "flat")
+    per_image = index.save(tmp_path / "v.faiss") / 1000
+    assert abs(per_image - bytes_per_vector("flat", 128, VectorIndexSettings())) < 32

@@ -1,0 +1,107 @@
+"""Retrieval evaluation of a text tower (or the zero-training label bridge) on a split.
+
+Per language present in the split: text→image and image→text Recall@1/5/10 over the split's image pool, their
+mean mR, and the average A of mR over languages (SMALR's metrics). Plus a text-only cross-lingual check as in
+the DPCCA paper: caption→caption R@1 between two languages describing the same images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import permutations
+from typing import Any
+
+import numpy as np
+
+from indexer.encoders.base import ImageEncoder, TextEncoder
+from indexer.tower import TextTower
+from training.features import text_embeddings
+from training.metrics import c2c_recall_at_1, language_recalls, recall_sum
+from training.prepared import PreparedSplit
+
+
+@dataclass
+class Evaluation:
+    report: dict[str, Any]  # the JSON: {"pool_images", "languages": {...}, "A"}
+    c2c: dict[str, float] = field(default_factory=dict)  # "en→de": R@1
+
+    @property
+    def rsum(self) -> float:
+        return float(sum(recall_sum(block) for block in self.report["languages"].values()))
+
+
+def evaluate_vectors(
+    images: np.ndarray,
+    texts: np.ndarray,
+    split: PreparedSplit,
+    langs: Sequence[str] | None = None,
+    rows: np.ndarray | None = None,
+    with_c2c: bool = True,
+) -> Evaluation:
+    """``images`` (n_images, D) and ``texts`` (n_captions, D): unit vectors in one space, aligned with ``split``."""
+    rows = np.arange(len(texts)) if rows is None else rows
+    languages: dict[str, Any] = {}
+    for lang in langs or split.languages:
+        lang_rows = rows[split.caption_lang[rows] == lang]
+        if len(lang_rows):
+            languages[lang] = language_recalls(images, texts[lang_rows], split.caption_image[lang_rows])
+    report = {
+        "pool_images": len(images),
+        "languages": languages,
+        "A": float(np.mean([block["mR"] for block in languages.values()])) if languages else 0.0,
+    }
+    return Evaluation(report, caption_to_caption(texts, split, list(languages)) if with_c2c else {})
+
+
+def first_caption_rows(split: PreparedSplit, langs: Sequence[str] | None = None) -> np.ndarray:
+    """One caption per (image, language): the first in file order (Multi30K task 1 for en/de/fr/cs)."""
+    seen: set[tuple[int, str]] = set()
+    keep = []
+    wanted = set(langs) if langs else None
+    for row, (image, lang) in enumerate(zip(split.caption_image.tolist(), split.caption_lang.tolist(), strict=True)):
+        if (wanted is None or lang in wanted) and (image, lang) not in seen:
+            seen.add((image, lang))
+            keep.append(row)
+    return np.array(keep, dtype=np.int64)
+
+
+def caption_to_caption(texts: np.ndarray, split: PreparedSplit, langs: Sequence[str]) -> dict[str, float]:
+    """R@1 of retrieving, among language b's first captions, the one of the same image as a's first caption."""
+    first: dict[str, dict[int, int]] = {}
+    for row in first_caption_rows(split, langs).tolist():
+        first.setdefault(str(split.caption_lang[row]), {})[int(split.caption_image[row])] = row
+    table: dict[str, float] = {}
+    for a, b in permutations(sorted(first), 2):
+        shared = sorted(set(first[a]) & set(first[b]))
+        if shared:
+            source = texts[[first[a][image] for image in shared]]
+            target = texts[[first[b][image] for image in shared]]
+            table[f"{a}→{b}"] = c2c_recall_at_1(source, target)
+    return table
+
+
+def evaluate_tower(tower: TextTower, split: PreparedSplit, langs: Sequence[str] | None = None) -> Evaluation:
+    images = tower.image_space.apply(split.image_features)
+    return evaluate_vectors(images, tower.embed(split.text_embeddings), split, langs)
+
+
+def label_bridge_images(
+    image_encoder: ImageEncoder, text_encoder: TextEncoder, features: np.ndarray, cache_dir: Any
+) -> np.ndarray:
+    """Zero-training baseline: each image = its ImageNet class probabilities · the class names' sentence embeddings."""
+    if not image_encoder.loaded:
+        image_encoder.load()
+    names = text_embeddings(text_encoder, image_encoder.class_names, cache_dir, desc="class names")
+    probabilities = np.concatenate(
+        [image_encoder.classify(features[s : s + 512]) for s in range(0, len(features), 512)]
+    )
+    vectors = probabilities @ names
+    return (vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+
+def evaluate_label_bridge(
+    image_encoder: ImageEncoder, text_encoder: TextEncoder, split: PreparedSplit, cache_dir: Any
+) -> Evaluation:
+    images = label_bridge_images(image_encoder, text_encoder, split.image_features, cache_dir)
+    return evaluate_vectors(images, split.text_embeddings, split)

@@ -1,0 +1,190 @@
+"""Train the text tower on frozen features: Adam, in-batch hard negatives, early stopping on the dev recalls.
+
+Recipe (M3L paper §3.2 unless noted): Adam lr 1e-3, β1 0.99; batch 128 of distinct images (see
+:mod:`training.sampler`); after every epoch the dev sum of recalls (t→i + i→t, R@1/5/10, one caption per image
+and training language) decides early stopping; the best epoch's weights are kept. Seeds are fixed.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from indexer.encoders import create_image_encoder, create_text_encoder
+from indexer.image_space import ImageSpace
+from indexer.tower import TextTower
+from training.evaluate import Evaluation, evaluate_tower, evaluate_vectors, first_caption_rows
+from training.losses import create_loss
+from training.model_card import write_model_card
+from training.prepared import PreparedSplit, prepare_split
+from training.sampler import DistinctImageBatches
+from training.space import fit_image_space, image_targets, tower_outputs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    data: Path
+    out: Path
+    cache_dir: Path
+    models_dir: Path
+    langs: list[str]
+    split: str = "train"
+    dev_split: str | None = "dev"
+    captions_per_lang: int | None = None  # first N captions per image and language; None = all
+    max_images: int | None = None  # a fixed random subset of N training images; None = all
+    loss: str = "m3l"
+    loss_options: dict[str, Any] = field(default_factory=dict)
+    text_encoder: str = "muse"
+    image_encoder: str = "efficientnet-lite2"
+    space: str = "center-l2"
+    image_space_from: Path | None = None
+    hidden_dims: list[int] = field(default_factory=lambda: [1024, 2048])
+    dropouts: list[float] = field(default_factory=lambda: [0.2, 0.1, 0.0])
+    final_relu: bool | None = None  # None: ReLU on raw (non-negative) CNN targets only
+    epochs: int = 30
+    patience: int = 5
+    batch_size: int = 128
+    lr: float = 1e-3
+    beta1: float = 0.99
+    seed: int = 0
+    command: str = ""
+
+
+@dataclass
+class TrainResult:
+    tower: TextTower
+    best_epoch: int
+    history: list[dict[str, float]]
+    seconds: float
+    dev: Evaluation | None
+    unsupported_langs: list[str]
+
+
+def _quick_dev_score(
+    tower: TextTower, space_kind: str, dev: PreparedSplit, rows: np.ndarray, images: np.ndarray
+) -> float:
+    texts = tower.embed(dev.text_embeddings[rows])  # unit vectors, as at search time
+    full = np.zeros((len(dev.text_embeddings), texts.shape[1]), dtype=np.float32)
+    full[rows] = texts
+    return evaluate_vectors(images, full, dev, rows=rows, with_c2c=False).rsum
+
+
+def train(config: TrainConfig) -> TrainResult:
+    started = time.perf_counter()
+    torch.manual_seed(config.seed)
+    image_encoder = create_image_encoder(config.image_encoder)
+    text_encoder = create_text_encoder(config.text_encoder, config.models_dir)
+    unsupported = [lang for lang in config.langs if not text_encoder.supports(lang)]
+    if unsupported:
+        log.warning("text encoder %s does not declare %s; training on them anyway", text_encoder.name, unsupported)
+    train_split = prepare_split(
+        config.data,
+        config.split,
+        config.langs,
+        image_encoder,
+        text_encoder,
+        config.cache_dir,
+        captions_per_lang=config.captions_per_lang,
+        max_images=config.max_images,
+    )
+    dev = (
+        prepare_split(config.data, config.dev_split, None, image_encoder, text_encoder, config.cache_dir)
+        if config.dev_split
+        else None
+    )
+    space = fit_image_space(config.space, train_split.image_features, config.image_space_from)
+    targets = torch.from_numpy(image_targets(config.space, space, train_split.image_features))
+    sentences = torch.from_numpy(train_split.text_embeddings)
+    final_relu = config.final_relu if config.final_relu is not None else config.space == "raw"
+    tower = TextTower(
+        input_dim=train_split.text_embeddings.shape[1],
+        output_dim=train_split.image_features.shape[1],
+        hidden_dims=config.hidden_dims,
+        dropouts=config.dropouts,
+        final_relu=final_relu,
+        text_encoder=text_encoder.name,
+        image_encoder=image_encoder.name,
+        image_space=space.to_config(),
+        languages=config.langs,
+    )
+    loss_fn = create_loss(config.loss, **config.loss_options)
+    optimizer = torch.optim.Adam(tower.parameters(), lr=config.lr, betas=(config.beta1, 0.999))
+    batches = DistinctImageBatches(train_split.caption_image, train_split.caption_lang, config.batch_size, config.seed)
+    dev_langs = [lang for lang in config.langs if dev is not None and lang in dev.languages]
+    dev_rows = first_caption_rows(dev, dev_langs) if dev is not None else np.zeros(0, dtype=np.int64)
+    dev_images = space.apply(dev.image_features) if dev is not None else np.zeros((0, 1), dtype=np.float32)
+
+    history: list[dict[str, float]] = []
+    best: tuple[float, int, dict[str, Any]] = (-1.0, 0, copy.deepcopy(tower.state_dict()))
+    for epoch in range(1, config.epochs + 1):
+        tower.train()
+        losses = []
+        for rows, image_index in tqdm(batches, desc=f"epoch {epoch}/{config.epochs}", unit="batch", leave=False):
+            text = tower_outputs(config.space, tower(sentences[rows]))
+            loss = loss_fn(text, targets[image_index], torch.from_numpy(image_index))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss.detach()))
+        score = (
+            _quick_dev_score(tower, config.space, dev, dev_rows, dev_images)
+            if dev is not None
+            else -float(np.mean(losses))
+        )
+        history.append({"epoch": epoch, "loss": float(np.mean(losses)), "dev_rsum": score})
+        tqdm.write(
+            f"epoch {epoch}: loss {np.mean(losses):.4f}  dev rsum {score:.3f} ({', '.join(dev_langs) or 'no dev'})"
+        )
+        if score > best[0]:
+            best = (score, epoch, copy.deepcopy(tower.state_dict()))
+        elif epoch - best[1] >= config.patience:
+            tqdm.write(f"early stop: no dev improvement for {config.patience} epochs (best epoch {best[1]})")
+            break
+    tower.load_state_dict(best[2])
+    tower.eval()
+    seconds = time.perf_counter() - started
+    evaluation = evaluate_tower(tower, dev) if dev is not None else None
+    result = TrainResult(tower, best[1], history, seconds, evaluation, unsupported)
+    save(result, config, space)
+    return result
+
+
+def save(result: TrainResult, config: TrainConfig, space: ImageSpace) -> None:
+    recipe = {key: (str(value) if isinstance(value, Path) else value) for key, value in asdict(config).items()}
+    for private in ("cache_dir", "models_dir", "out", "command"):
+        recipe.pop(private, None)
+    training: dict[str, Any] = {
+        "recipe": recipe,
+        "best_epoch": result.best_epoch,
+        "history": result.history,
+        "seconds": round(result.seconds, 1),
+        "image_space_fingerprint": space.fingerprint,
+        "command": config.command,
+    }
+    if result.dev is not None:
+        training["dev"] = result.dev.report
+        training["dev_c2c"] = result.dev.c2c
+    result.tower.save_pretrained(config.out, extra={"training": training})
+    write_model_card(config.out, result.tower, training, result.unsupported_langs)
+
+
+def parse_langs(value: str) -> list[str]:
+    langs = [part.strip().lower() for part in value.split(",") if part.strip()]
+    if not langs:
+        raise ValueError("--langs needs at least one language code, e.g. en or en,de,fr,cs,pt")
+    return list(dict.fromkeys(langs))
+
+
+def parse_ints(value: Sequence[int] | str) -> list[int]:
+    return [int(v) for v in (value.split(",") if isinstance(value, str) else value) if str(v).strip()]
