@@ -151,3 +151,10 @@ def test_a_gradient_step_lowers_the_loss(name: str, options: dict[str, float]) -
 def test_unknown_loss() -> None:
     with pytest.raises(ValueError, match="unknown loss 'triplet'"):
         create_loss("triplet")
+
+
+def test_the_command_line_lists_every_loss() -> None:
+    from training.choices import LOSS_NAMES
+    from training.losses import LOSSES
+
+    assert tuple(LOSSES) == LOSS_NAMES

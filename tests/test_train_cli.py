@@ -9,7 +9,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-import app.cli.train_cmd as train_cmd
+import indexer.encoders as encoders_module
 import training.train as train_module
 from app.cli import cli
 from indexer.model_files import MUSE_ONNX
@@ -22,7 +22,8 @@ runner = CliRunner()
 def toy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     torch.set_num_threads(1)
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
-    for module in (train_module, train_cmd):
+    # train_cmd imports the factory when a command runs: patch it where it is looked up.
+    for module in (train_module, encoders_module):
         monkeypatch.setattr(module, "create_image_encoder", lambda spec: ToyImageEncoder())
         monkeypatch.setattr(module, "create_text_encoder", lambda spec, models_dir: ToyTextEncoder())
     return make_dataset(tmp_path / "data")

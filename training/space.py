@@ -19,8 +19,7 @@ import torch.nn.functional as F
 
 from indexer.image_space import ImageSpace
 from indexer.tower import CONFIG_NAME
-
-SPACES = ("raw", "l2", "center-l2")
+from training.choices import SPACES
 
 
 def fit_image_space(kind: str, train_features: np.ndarray, image_space_from: Path | None = None) -> ImageSpace:

@@ -10,14 +10,17 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from tqdm.auto import tqdm
 
 from app.settings import ServiceSettings
-from indexer.captions import CaptionFileError, CaptionIndex, read_captions
-from indexer.embedders import TextEmbedder
+
+if TYPE_CHECKING:
+    from indexer.captions import CaptionIndex
+    from indexer.embedders import TextEmbedder
 
 app = typer.Typer(help="Index captions for image → caption retrieval.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -25,6 +28,8 @@ console = Console(stderr=True)
 
 def load_embedder(settings: ServiceSettings) -> TextEmbedder:
     """The text side the service uses (tower + its text encoder); a seam for tests."""
+    from indexer.embedders import TextEmbedder  # torch: imported when a command needs it, not for --help
+
     embedder = TextEmbedder.from_tower(settings.tower_path, settings.resolved_models_dir, device=settings.device)
     embedder.load()
     return embedder
@@ -32,6 +37,8 @@ def load_embedder(settings: ServiceSettings) -> TextEmbedder:
 
 @contextmanager
 def opened() -> Iterator[CaptionIndex]:
+    from indexer.captions import CaptionIndex
+
     settings = ServiceSettings()
     try:
         embedder = load_embedder(settings)
@@ -59,6 +66,8 @@ def add(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Embed and index the captions of FILE that are not indexed yet (same language and text)."""
+    from indexer.captions import CaptionFileError, read_captions
+
     try:
         captions = read_captions(file, _langs(lang))
         if images is not None:

@@ -4,25 +4,22 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from indexer.atomic import atomic_write_json
-from indexer.embedders import shipped_tower_path
-from indexer.encoders import create_image_encoder, create_text_encoder
 from indexer.encoders.factory import UnknownEncoderError
 from indexer.model_files import ChecksumError, ModelFileMissingError
 from indexer.settings import IndexerSettings
-from indexer.tower import TextTower
+from training.choices import LOSS_NAMES, SPACES
 from training.data import DatasetError
-from training.evaluate import Evaluation, evaluate_label_bridge, evaluate_tower
-from training.losses import LOSSES
-from training.prepared import prepare_split
-from training.space import SPACES
-from training.train import TrainConfig, parse_langs, train
 
+if TYPE_CHECKING:
+    from training.evaluate import Evaluation
+
+# torch and the training code are imported inside the commands: `polyglot --help` should not load torch.
 console = Console(stderr=True)
 USER_ERRORS = (DatasetError, UnknownEncoderError, ModelFileMissingError, ChecksumError, FileNotFoundError, ValueError)
 
@@ -95,7 +92,7 @@ def register(cli: typer.Typer) -> None:
         max_images: int | None = typer.Option(
             None, min=2, help="Train on a fixed random subset of N images of the split (default: all)."
         ),
-        loss: str = typer.Option("m3l", help=f"Loss: {', '.join(LOSSES)}."),
+        loss: str = typer.Option("m3l", help=f"Loss: {', '.join(LOSS_NAMES)}."),
         text_encoder: str | None = typer.Option(None, help="Text encoder (default: settings text_encoder)."),
         image_encoder: str | None = typer.Option(None, help="Image encoder (default: settings image_encoder)."),
         space: str = typer.Option("center-l2", help=f"Training space: {', '.join(SPACES)} (raw = the paper's)."),
@@ -126,6 +123,9 @@ def register(cli: typer.Typer) -> None:
         """Train the text tower on frozen, cached features; save it with a model card."""
         import torch
 
+        from indexer.atomic import atomic_write_json
+        from training.train import TrainConfig, parse_langs, train
+
         settings = IndexerSettings()
         _check_data(data)
         options = {
@@ -143,8 +143,8 @@ def register(cli: typer.Typer) -> None:
             "vse": {"margin"},
             "infonce": {"temperature"},
         }
-        if loss not in LOSSES:
-            raise _fail(f"unknown loss {loss!r}; choose one of: {', '.join(LOSSES)}")
+        if loss not in LOSS_NAMES:
+            raise _fail(f"unknown loss {loss!r}; choose one of: {', '.join(LOSS_NAMES)}")
         wrong = [f"--{k}" for k, v in options.items() if v is not None and k not in allowed[loss]]
         if wrong:
             raise _fail(f"{', '.join(wrong)} do not apply to --loss {loss}")
@@ -202,6 +202,13 @@ def register(cli: typer.Typer) -> None:
         c2c_json: Path | None = typer.Option(None, help="Write the caption→caption R@1 table here as JSON."),
     ) -> None:
         """Text→image and image→text Recall@1/5/10 per language on a split, plus caption→caption R@1."""
+        from indexer.atomic import atomic_write_json
+        from indexer.embedders import shipped_tower_path
+        from indexer.encoders import create_image_encoder, create_text_encoder
+        from indexer.tower import TextTower
+        from training.evaluate import evaluate_label_bridge, evaluate_tower
+        from training.prepared import prepare_split
+
         settings = IndexerSettings()
         _check_data(data)
         if baseline not in (None, "label-bridge"):
