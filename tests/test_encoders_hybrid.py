@@ -64,3 +64,9 @@ def test_training_features_come_from_each_parts_cache(tmp_path: Path) -> None:
     for part in encoder.parts:
         part._predict = None  # type: ignore[method-assign]
     np.testing.assert_allclose(text_embeddings(encoder, texts, tmp_path), embedded)
+
+
+def test_threads_reach_the_parts(tmp_path: Path) -> None:
+    encoder = create_text_encoder("muse+e5-small", tmp_path)
+    encoder.threads = 1  # type: ignore[attr-defined]  # what the service does before load()
+    assert [part.threads for part in encoder.parts] == [1, 1]  # type: ignore[attr-defined]

@@ -70,3 +70,17 @@ def test_image_spaces() -> None:
         ImageSpace("center-l2")
     with pytest.raises(ValueError):
         ImageSpace("pca")
+
+
+@pytest.mark.parametrize("folder", ["tower", "tower-muse"])
+def test_shipped_towers_load_and_share_one_image_space(folder: str) -> None:
+    """Switching between the shipped towers (POLYGLOT_TOWER_PATH) must never force re-indexing the photos."""
+    assets = Path(__file__).resolve().parents[1] / "indexer" / "assets"
+    tower = TextTower.from_pretrained(assets / folder)
+    default = TextTower.from_pretrained(assets / "tower")
+    assert tower.image_encoder == default.image_encoder == "efficientnet-lite2"
+    assert tower.image_space.fingerprint == default.image_space.fingerprint
+    assert set(tower.config["languages"]) == {"en", "de", "fr", "cs", "pt"}
+    inputs = np.random.default_rng(0).standard_normal((3, tower.config["input_dim"])).astype(np.float32)
+    out = tower.embed(inputs)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-5)

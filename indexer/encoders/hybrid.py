@@ -27,6 +27,19 @@ class HybridTextEncoder(TextEncoder):
         declared = [part.languages for part in self.parts]
         # A language is covered when any part covers it; "undeclared" (None) anywhere means "accept any code".
         self.languages = None if any(langs is None for langs in declared) else frozenset().union(*declared)  # type: ignore[arg-type]
+        self._threads: int | None = None
+
+    @property
+    def threads(self) -> int | None:
+        """Intra-op threads, handed to every part that takes them (set before ``load``, as for the parts)."""
+        return self._threads
+
+    @threads.setter
+    def threads(self, value: int | None) -> None:
+        self._threads = value
+        for part in self.parts:
+            if hasattr(part, "threads"):
+                part.threads = value
 
     def _load(self) -> None:
         for part in self.parts:
