@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import httpx
+import wrk_client
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTIONS = ROOT.parent / "shared" / "data" / "m30k-f8k" / "captions.jsonl"
@@ -132,10 +133,10 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"Server: one uvicorn process on 127.0.0.1, {server['images']:,} images, text encoder `{server['text_encoder']}`"
         f" + text tower `{report['tower']}`, image encoder `{server['image_encoder']}`, k = {report['k']}, query cache off (every query is"
-        " a distinct caption in en/de/fr/pt with its `lang`). Client: httpx async on the same machine.",
+        " a distinct caption in en/de/fr/pt with its `lang`). "
+        f"Client: {'wrk (C)' if report.get('client') == 'wrk' else 'httpx async (Python)'} on the same machine.",
         f"Machine: {machine['cpus']} CPUs ({machine['platform']}), load average {machine['load_avg_start']:.1f} at the start and "
-        f"{machine['load_avg_1m']:.1f} at the end"
-        " (shared with other jobs).",
+        f"{machine['load_avg_1m']:.1f} at the end (load generator and server share the cores).",
         "",
         "| clients | requests | req/s | p50 ms | p95 ms | p99 ms | mean ms | errors |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
@@ -168,9 +169,14 @@ def main() -> None:
     parser.add_argument("--max-requests", type=int, default=5000, help="Requests per level (bounded).")
     parser.add_argument("--warmup", type=int, default=30, help="Requests before measuring.")
     parser.add_argument("--k", type=int, default=20)
+    parser.add_argument(
+        "--client", choices=["httpx", "wrk"], default="httpx", help="Load generator: Python httpx or wrk (C, lighter)."
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "load_search.json")
     parser.add_argument("--md", type=Path, default=ROOT / "benchmarks" / "load_search.md")
     args = parser.parse_args()
+    if args.client == "wrk" and not wrk_client.available():
+        raise SystemExit("--client wrk needs wrk on PATH (Debian: apt-get install wrk)")
 
     load_start = os.getloadavg()[0]
     server = None
@@ -188,17 +194,23 @@ def main() -> None:
         levels = [int(c) for c in args.clients.split(",")]
         pool = queries(args.warmup + args.max_requests * len(levels))
         asyncio.run(run_level(url, 1, pool[-args.warmup :], 60, args.warmup, args.k))
+
+        def level(clients: int, part: list[tuple[str, str]], seconds: float, limit: int, path: str) -> dict[str, Any]:
+            if args.client == "wrk":  # bounded by time; the pool is replayed if it runs out
+                return wrk_client.run_level(url, clients, part, seconds, args.k, path)
+            return asyncio.run(run_level(url, clients, part, seconds, limit, args.k, path))
+
         results, offset = [], 0
         for clients in levels:
             part = pool[offset : offset + args.max_requests]
             offset += args.max_requests
-            result = asyncio.run(run_level(url, clients, part, args.seconds, args.max_requests, args.k))
+            result = level(clients, part, args.seconds, args.max_requests, "/search")
             print(json.dumps(result), flush=True)
             results.append(result)
         # Reference: the same HTTP stack and client with no work behind it (what the machine costs per request).
         baseline = []
         for clients in levels:
-            reference = asyncio.run(run_level(url, clients, pool[:1], min(args.seconds, 5.0), 3000, args.k, "/health"))
+            reference = level(clients, pool[:1], min(args.seconds, 5.0), 3000, "/health")
             print(json.dumps(reference), flush=True)
             baseline.append(reference)
     finally:
@@ -221,6 +233,7 @@ def main() -> None:
             "load_avg_start": load_start,
         },
         "k": args.k,
+        "client": args.client,
         "tower": str(args.tower) if args.tower else env.get("POLYGLOT_TOWER_PATH", "shipped (indexer/assets/tower)"),
         "results": results,
         "baseline": baseline,
