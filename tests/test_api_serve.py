@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,12 @@ def test_default_collection_is_the_shared_dev_split(tmp_path: Path, monkeypatch:
     paths = write_random_images(root / "images", 4)
     (root / "splits").mkdir()
     (root / "splits" / "dev.txt").write_text(f"{paths[0].name}\n{paths[2].name}\nmissing.jpg\n")
-    (root / "captions.jsonl").write_text("")
+    rows = [
+        {"image": paths[0].name, "lang": "fr", "text": "un chien", "source": "multi30k-task1"},
+        {"image": paths[0].name, "lang": "en", "text": "a dog runs", "source": "flickr8k"},
+        {"image": paths[1].name, "lang": "fr", "text": "un chat", "source": "multi30k-task1"},
+    ]
+    (root / "captions.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     repo = tmp_path / "work" / "repo"
     repo.mkdir()
     monkeypatch.chdir(repo)
@@ -24,6 +30,12 @@ def test_default_collection_is_the_shared_dev_split(tmp_path: Path, monkeypatch:
     assert collection.paths == [(root / "images" / p.name).resolve() for p in (paths[0], paths[2])]
     assert collection.captions == (root / "captions.jsonl").resolve()
     assert collection.caption_images == {paths[0].name, paths[2].name, "missing.jpg"}
+    # Its own captions: dev images only, one per photo and language (task 1), so the first start stays short.
+    assert [row.text for row in serve_cmd.caption_rows(collection, collection.captions)] == ["un chien"]
+    # A caption file the user passes is indexed whole.
+    own = tmp_path / "mine.jsonl"
+    own.write_bytes((root / "captions.jsonl").read_bytes())
+    assert len(serve_cmd.caption_rows(collection, own)) == 3
 
 
 def test_fallback_is_scikit_image_photos(monkeypatch: pytest.MonkeyPatch) -> None:
