@@ -38,7 +38,7 @@ import numpy as np
 
 from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.embedders import TextEmbedder
-from indexer.feature_cache import FeatureCache, text_key
+from indexer.sentence_cache import cached_sentences
 
 DB_NAME = "captions.sqlite"
 SIDECAR_NAME = "captions.json"
@@ -266,15 +266,7 @@ class CaptionIndex:
             if progress is not None:
                 progress(len(texts))
         else:
-            cache = FeatureCache(self.cache_dir, encoder.name, encoder.dim)
-            try:
-                sentences = cache.compute(
-                    [text_key(t) for t in texts],
-                    lambda positions: encoder.predict([texts[p] for p in positions]),
-                    progress=progress,
-                )
-            finally:
-                cache.close()
+            sentences = cached_sentences(encoder, texts, self.cache_dir, progress=progress)
         out = [self.embedder.tower.embed(sentences[s : s + 4096]) for s in range(0, len(sentences), 4096)]
         return np.ascontiguousarray(np.concatenate(out) if out else np.zeros((0, self.dim)), dtype=np.float32)
 

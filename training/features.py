@@ -9,9 +9,9 @@ import numpy as np
 from tqdm import tqdm
 
 from indexer.encoders.base import ImageEncoder, TextEncoder
-from indexer.encoders.hybrid import HybridTextEncoder
-from indexer.feature_cache import FeatureCache, text_key
+from indexer.feature_cache import FeatureCache
 from indexer.images import file_hash, load_image
+from indexer.sentence_cache import cached_sentences
 
 
 def image_features(
@@ -37,16 +37,5 @@ def _encode_images(encoder: ImageEncoder, paths: Sequence[Path]) -> np.ndarray:
 def text_embeddings(
     encoder: TextEncoder, texts: Sequence[str], cache_dir: Path, batch_size: int = 256, desc: str = "texts"
 ) -> np.ndarray:
-    if isinstance(encoder, HybridTextEncoder):
-        # From each part's own cache: a hybrid never re-embeds what its parts already embedded.
-        return encoder.combine([text_embeddings(part, texts, cache_dir, batch_size, desc) for part in encoder.parts])
-    cache = FeatureCache(cache_dir, encoder.name, encoder.dim)
-    keys = [text_key(text) for text in texts]
-
-    def encode(positions: list[int]) -> np.ndarray:
-        if not encoder.loaded:
-            encoder.load()
-        return encoder.predict([texts[p] for p in positions])
-
     with tqdm(total=len(texts), desc=f"{encoder.name} {desc}", unit="text") as bar:
-        return cache.compute(keys, encode, batch_size=batch_size, progress=bar.update)
+        return cached_sentences(encoder, texts, cache_dir, batch_size=batch_size, progress=bar.update)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from indexer.embedders import TextEmbedder
-from indexer.feature_cache import FeatureCache, text_key
+from indexer.sentence_cache import cached_sentences
 from indexer.tagging.sources import MatrixCaptionRetriever
 from indexer.tagging.vocabulary import read_texts
 
@@ -23,17 +23,7 @@ def embed_cached(
     cache_dir: Path,
     progress: Callable[[int], object] | None = None,
 ) -> np.ndarray:
-    encoder = text.encoder
-    cache = FeatureCache(cache_dir, encoder.name, encoder.dim)
-    try:
-
-        def encode(positions: list[int]) -> np.ndarray:
-            encoder.load()
-            return encoder.predict([texts[p] for p in positions])
-
-        sentences = cache.compute([text_key(t) for t in texts], encode, batch_size=256, progress=progress)
-    finally:
-        cache.close()
+    sentences = cached_sentences(text.encoder, texts, cache_dir, progress=progress)
     return text.tower.embed(sentences) if len(texts) else np.zeros((0, text.dim), np.float32)
 
 
