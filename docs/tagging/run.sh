@@ -10,7 +10,7 @@ for mc in 3 10 30; do
     --min-count $mc --sweep 0,0.35,0.5,0.65,0.8,1 --out docs/tagging/tune-min-count-$mc.json
 done
 
-# 2. (results-muse-en.* = this step with the first shipped tower, commit d44e9a6, passed with --tower)
+# (results-muse-en.* = step 2 with the first shipped tower, mUSE English-only, passed with --tower)
 # 2. the full dev split with the paper's weights and the chosen min count (30), plus the ImageNet zero-shot check
 $PY -m training.tagging_eval --data $DATA/m30k-f8k --lexicons $DATA/lexicons --langs de,fr,cs,pt \
   --min-count 30 --tuned-on 500 --imagenet-labels $DATA/imagenet-labels/babel-imagenet.json \
@@ -18,4 +18,4 @@ $PY -m training.tagging_eval --data $DATA/m30k-f8k --lexicons $DATA/lexicons --l
 
 # 3. gallery of ambiguous words and /tag latency
 $PY benchmarks/tagging_gallery.py --out docs/tagging/gallery.md
-$PY benchmarks/tagging_latency.py --requests 40 --captions --out docs/tagging/latency.json
+$PY benchmarks/tagging_latency.py --requests 40 --warmup 10 --captions --out docs/tagging/latency.json
