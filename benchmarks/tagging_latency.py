@@ -62,10 +62,7 @@ def prepare(home: Path, args: argparse.Namespace) -> ServiceSettings:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     dev = load_dataset(args.data, "dev", ["en"])
-    # Distinct photos for every configuration: the service caches CNN features by content hash, so reusing a
-    # photo would time the cache, not the CNN.
     per_config = args.requests + args.warmup
-    photos = [dev.image_path(i).read_bytes() for i in dev.images[: 4 * per_config]]
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
         settings = prepare(Path(folder), args)
@@ -79,7 +76,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 configs += [("fr", "captions"), ("fr,de", "captions")]
             for position, (langs, source) in enumerate(configs):
                 timings = []
-                for number, data in enumerate(photos[position * per_config : (position + 1) * per_config]):
+                # Distinct photos for every configuration: the service caches CNN features by content hash, so
+                # reusing a photo would time the cache, not the CNN.
+                chosen = dev.images[position * per_config : (position + 1) * per_config]
+                photos = [dev.image_path(i).read_bytes() for i in chosen]
+                for number, data in enumerate(photos):
                     start = time.perf_counter()
                     response = client.post(
                         "/v1/tag",

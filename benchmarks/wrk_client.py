@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-# Each connection walks the path list from its own offset; done() prints the numbers as one JSON line.
+# The connections of a wrk thread share one walk through the path list (each thread starts at its own offset),
+# so no path repeats before the list runs out; done() prints the numbers as one JSON line.
 SCRIPT = """
 local paths = {}
 for line in io.lines("%(paths)s") do paths[#paths + 1] = line end
