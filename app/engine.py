@@ -5,6 +5,12 @@ Every blocking call from a request goes through :meth:`Engine.run`, i.e. ``anyio
 :class:`anyio.CapacityLimiter` sized by ``POLYGLOT_THREAD_POOL_SIZE``: the event loop never runs inference.
 
 ``components`` holds optional parts loaded by startup hooks (see ``app/main.py``), e.g. the tagger.
+
+Text queries can take one of two routes. ``main`` is the configured tower (the shipped default covers ~100
+languages through its e5 half, which costs ~30 ms a query on 2 cores). ``fast`` is an optional second tower
+over a cheaper encoder (the shipped mUSE tower: ~2 ms) that maps into the same image space, so both search
+the one index; ``/search`` queries in a language the fast encoder declares take it, every other language,
+and queries whose language is unknown, take ``main``. Captions and tags always use ``main``.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
@@ -70,6 +77,7 @@ class Engine:
     load_seconds: dict[str, float] = field(default_factory=dict)
     components: dict[str, Any] = field(default_factory=dict)
     query_cache: QueryCache = field(default_factory=lambda: QueryCache(0))
+    fast_text: TextEmbedder | None = None
     text_batcher: Batcher[list[Hit]] | None = None
     _records: dict[int, tuple[float, ImageRecord]] = field(default_factory=dict)
     _records_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -108,31 +116,51 @@ class Engine:
         return sorted(langs) if langs is not None else None
 
     def supports(self, lang: str) -> bool:
-        return self.text.encoder.supports(lang)
+        return self.text.encoder.supports(lang) or self.route(lang) == "fast"
 
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+    def route(self, lang: str | None) -> str:
+        """``fast`` when a fast tower is loaded and its encoder covers ``lang``; ``main`` otherwise."""
+        if self.fast_text is not None and lang is not None and self.fast_text.encoder.supports(lang):
+            return "fast"
+        return "main"
+
+    def embedder(self, route: str) -> TextEmbedder:
+        return self.fast_text if route == "fast" and self.fast_text is not None else self.text
+
+    def embed_queries(self, texts: Sequence[str], route: str = "main") -> np.ndarray:
         """Unit query vectors for many texts; cached ones skip the encoder, the rest go in one batch."""
-        vectors: list[np.ndarray | None] = [self.query_cache.get(text) for text in texts]
+        keys = [f"{route}\x00{text}" for text in texts]  # the two towers give different vectors
+        vectors: list[np.ndarray | None] = [self.query_cache.get(key) for key in keys]
         missing = [i for i, vector in enumerate(vectors) if vector is None]
         if missing:
-            fresh = self.text.embed([texts[i] for i in missing])
+            fresh = self.embedder(route).embed([texts[i] for i in missing])
             for row, i in enumerate(missing):
                 vectors[i] = fresh[row]
-                self.query_cache.put(texts[i], fresh[row])
+                self.query_cache.put(keys[i], fresh[row])
         return np.stack([v for v in vectors if v is not None])
 
-    def search_texts(self, items: Sequence[tuple[str, int]]) -> list[list[Hit]]:
-        """``(text, depth)`` pairs → the best ``depth`` hits of each, in one encoder pass and one FAISS call."""
-        vectors = self.embed_queries([text for text, _ in items])
-        depth = max(d for _, d in items)
-        hits = self.images.search(vectors, depth)
-        return [row[:d] for row, (_, d) in zip(hits, items, strict=True)]
+    def search_texts(self, items: Sequence[tuple[str, str, int]]) -> list[list[Hit]]:
+        """``(text, route, depth)`` → the best ``depth`` hits of each: one encoder pass per route, one FAISS call."""
+        rows: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(items)
+        for route in sorted({route for _, route, _ in items}):
+            positions = [i for i, (_, r, _) in enumerate(items) if r == route]
+            vectors = self.embed_queries([items[i][0] for i in positions], route)
+            for i, vector in zip(positions, vectors, strict=True):
+                rows[i] = vector
+        depth = max(d for _, _, d in items)
+        hits = self.images.search(np.stack(rows), depth)
+        return [row[:d] for row, (_, _, d) in zip(hits, items, strict=True)]
 
-    async def search_text(self, text: str, depth: int) -> list[Hit]:
-        """The best ``depth`` hits for a text query (micro-batched with concurrent queries when enabled)."""
+    async def search_text(self, text: str, lang: str | None, depth: int) -> tuple[list[Hit], str]:
+        """The best ``depth`` hits for a text query in ``lang`` (micro-batched with concurrent queries when
+        enabled), and the name of the text encoder that embedded it."""
+        route = self.route(lang)
+        item = (text, route, depth)
         if self.text_batcher is not None:
-            return await self.text_batcher.submit((text, depth))
-        return (await self.run(self.search_texts, [(text, depth)]))[0]
+            hits = await self.text_batcher.submit(item)
+        else:
+            hits = (await self.run(self.search_texts, [item]))[0]
+        return hits, self.embedder(route).encoder.name
 
     def records(self, ids: Sequence[int]) -> dict[int, ImageRecord]:
         """Metadata of many images: recently read ones from memory, the rest in one SQL query.
@@ -197,28 +225,52 @@ def load_engine(settings: ServiceSettings) -> Engine:
     faiss.cvar.distance_compute_blas_threshold = 2
     seconds: dict[str, float] = {}
 
-    def load_text() -> TextEmbedder:
-        embedder = TextEmbedder.from_tower(settings.tower_path, settings.resolved_models_dir, device=settings.device)
+    def load_text(tower_path: Path | None) -> TextEmbedder:
+        embedder = TextEmbedder.from_tower(tower_path, settings.resolved_models_dir, device=settings.device)
         if hasattr(embedder.encoder, "threads"):  # ONNX/numpy encoders take their intra-op threads at load
             embedder.encoder.threads = settings.inference_threads
         embedder.load()
         embedder.embed(["warm up"])
         return embedder
 
-    text = _timed(seconds, "text_embedder", load_text)
+    text = _timed(seconds, "text_embedder", lambda: load_text(settings.tower_path))
     if text.tower.image_encoder != settings.image_encoder:
         raise RuntimeError(
             f"the text tower was trained for image encoder {text.tower.image_encoder!r}, but "
             f"POLYGLOT_IMAGE_ENCODER is {settings.image_encoder!r}: set it to {text.tower.image_encoder}"
         )
+    fast_path = settings.resolved_fast_tower
+    fast = _timed(seconds, "fast_text_embedder", lambda: load_text(fast_path)) if fast_path else None
+    if fast is not None:
+        check_same_space(text, fast, fast_path)
     images = _timed(
         seconds, "image_index", lambda: ImageIndex.open(settings, image_space=text.tower.image_space, create=True)
     )
-    return assemble(settings, text, images, seconds)
+    return assemble(settings, text, images, seconds, fast_text=fast)
+
+
+def check_same_space(main: TextEmbedder, fast: TextEmbedder, fast_path: object) -> None:
+    """Both towers must search one index: same image encoder, image space and output size."""
+    ours, theirs = main.tower, fast.tower
+    same = (
+        ours.image_encoder == theirs.image_encoder
+        and ours.image_space.fingerprint == theirs.image_space.fingerprint
+        and main.dim == fast.dim
+    )
+    if not same:
+        raise RuntimeError(
+            f"POLYGLOT_FAST_TOWER {fast_path} maps into {theirs.image_encoder} / "
+            f"{theirs.image_space.fingerprint}, the main tower into {ours.image_encoder} / "
+            f"{ours.image_space.fingerprint}: train it with --image-space-from the main tower, or set it to off"
+        )
 
 
 def assemble(
-    settings: ServiceSettings, text: TextEmbedder, images: ImageIndex, seconds: dict[str, float] | None = None
+    settings: ServiceSettings,
+    text: TextEmbedder,
+    images: ImageIndex,
+    seconds: dict[str, float] | None = None,
+    fast_text: TextEmbedder | None = None,
 ) -> Engine:
     """Finish an engine from a loaded embedder and an open image index (tests pass small fakes here)."""
     seconds = dict(seconds or {})
@@ -238,6 +290,7 @@ def assemble(
         limiter=anyio.CapacityLimiter(settings.thread_pool_size),
         load_seconds=seconds,
         query_cache=QueryCache(settings.query_cache_size),
+        fast_text=fast_text,
     )
 
 

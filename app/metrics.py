@@ -35,6 +35,13 @@ class Metrics:
             ["component"],
             registry=self.registry,
         )
+        # Mean micro-batch size = queries / batches: how much concurrent searches share encoder and FAISS calls.
+        self.search_batches = Gauge(
+            "polyglot_search_batches", "Micro-batches of text searches run so far.", registry=self.registry
+        )
+        self.search_batched_queries = Gauge(
+            "polyglot_search_batched_queries", "Text searches run in micro-batches so far.", registry=self.registry
+        )
 
 
 def _endpoint(scope: Scope) -> str:

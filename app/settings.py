@@ -42,6 +42,14 @@ class ServiceSettings(IndexerSettings):
         le=64,
         description="Batches in flight at once (1: the largest batches; measured best on 2 cores).",
     )
+    fast_tower: str = Field(
+        default="auto",
+        min_length=1,
+        max_length=1000,
+        description="A second, cheaper text tower for /search queries in the languages its encoder declares (the "
+        "others keep the main tower). 'auto': the shipped mUSE tower when the main tower is the shipped default; "
+        "'off'; or a tower folder sharing the main tower's image space.",
+    )
     images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")
     captions_dir: Path | None = Field(default=None, description="Caption index folder; default INDEX_DIR/captions.")
     captions_file: Path | None = Field(default=None, description="JSONL captions indexed by `serve` if new.")
@@ -52,6 +60,17 @@ class ServiceSettings(IndexerSettings):
     allow_local_paths: bool = Field(
         default=True, description="Admin POST /images may index a path on the server's disk."
     )
+
+    @property
+    def resolved_fast_tower(self) -> Path | None:
+        if self.fast_tower == "off":
+            return None
+        if self.fast_tower == "auto":
+            from indexer.embedders import shipped_fast_tower_path, shipped_tower_path
+
+            main = (self.tower_path or shipped_tower_path()).resolve()
+            return shipped_fast_tower_path() if main == shipped_tower_path().resolve() else None
+        return Path(self.fast_tower)
 
     @property
     def resolved_captions_dir(self) -> Path:

@@ -33,13 +33,13 @@ ROOT = Path(__file__).resolve().parents[1]
 CAPTIONS = ROOT.parent / "shared" / "data" / "m30k-f8k" / "captions.jsonl"
 
 
-def queries(limit: int, seed: int = 0) -> list[tuple[str, str]]:
-    """Distinct (text, lang) pairs from the shared captions (en, de, fr, pt), shuffled."""
+def queries(limit: int, seed: int = 0, langs: tuple[str, ...] = ("en", "de", "fr", "pt")) -> list[tuple[str, str]]:
+    """Distinct (text, lang) pairs from the shared captions in ``langs``, shuffled."""
     rows: dict[str, str] = {}
     with CAPTIONS.open(encoding="utf-8") as handle:
         for line in handle:
             row = json.loads(line)
-            if row["lang"] in ("en", "de", "fr", "pt"):
+            if row["lang"] in langs:
                 rows.setdefault(row["text"][:300], row["lang"])
     pairs = list(rows.items())
     random.Random(seed).shuffle(pairs)
@@ -126,14 +126,24 @@ def start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
 
 def markdown(report: dict[str, Any]) -> str:
     server, machine = report["server"], report["machine"]
+    fast = (
+        f"; queries in the languages `{server['fast_text_encoder']}` declares take the fast tower"
+        + (
+            " (POLYGLOT_FAST_TOWER=auto: the shipped `indexer/assets/tower-muse`)"
+            if report.get("fast_tower", "auto") == "auto"
+            else f" `{report['fast_tower']}`"
+        )
+        if server.get("fast_text_encoder")
+        else "; no fast tower"
+    )
     lines = [
         "# Load test: `GET /search` (text encoding included)",
         "",
         f"Command: `{report['command']}`",
         "",
         f"Server: one uvicorn process on 127.0.0.1, {server['images']:,} images, text encoder `{server['text_encoder']}`"
-        f" + text tower `{report['tower']}`, image encoder `{server['image_encoder']}`, k = {report['k']}, query cache off (every query is"
-        " a distinct caption in en/de/fr/pt with its `lang`). "
+        f" + text tower `{report['tower']}`{fast}, image encoder `{server['image_encoder']}`, k = {report['k']}, query cache off"
+        f" (every query is a distinct caption in {'/'.join(report.get('langs', ['en', 'de', 'fr', 'pt']))} with its `lang`). "
         f"Client: {'wrk (C)' if report.get('client') == 'wrk' else 'httpx async (Python)'} on the same machine.",
         f"Machine: {machine['cpus']} CPUs ({machine['platform']}), load average {machine['load_avg_start']:.1f} at the start and "
         f"{machine['load_avg_1m']:.1f} at the end (load generator and server share the cores).",
@@ -172,6 +182,8 @@ def main() -> None:
     parser.add_argument(
         "--client", choices=["httpx", "wrk"], default="httpx", help="Load generator: Python httpx or wrk (C, lighter)."
     )
+    parser.add_argument("--langs", default="en,de,fr,pt", help="Languages of the query captions (cs: main tower).")
+    parser.add_argument("--fast-tower", help="POLYGLOT_FAST_TOWER for the started server (auto, off or a folder).")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "load_search.json")
     parser.add_argument("--md", type=Path, default=ROOT / "benchmarks" / "load_search.md")
     args = parser.parse_args()
@@ -183,6 +195,8 @@ def main() -> None:
     env = {**os.environ, "POLYGLOT_QUERY_CACHE_SIZE": "0"}
     if args.tower:
         env["POLYGLOT_TOWER_PATH"] = str(args.tower)
+    if args.fast_tower:
+        env["POLYGLOT_FAST_TOWER"] = args.fast_tower
     if args.url:
         if urlparse(args.url).hostname not in ("127.0.0.1", "localhost", "::1"):
             raise SystemExit("--url must be a loopback address (this is a load test)")
@@ -192,7 +206,8 @@ def main() -> None:
     try:
         ready = httpx.get(url + "/ready", timeout=10).json()
         levels = [int(c) for c in args.clients.split(",")]
-        pool = queries(args.warmup + args.max_requests * len(levels))
+        langs = tuple(args.langs.split(","))
+        pool = queries(args.warmup + args.max_requests * len(levels), langs=langs)
         asyncio.run(run_level(url, 1, pool[-args.warmup :], 60, args.warmup, args.k))
 
         def level(clients: int, part: list[tuple[str, str]], seconds: float, limit: int, path: str) -> dict[str, Any]:
@@ -202,7 +217,8 @@ def main() -> None:
 
         results, offset = [], 0
         for clients in levels:
-            part = pool[offset : offset + args.max_requests]
+            # A small language (cs: ~7,000 captions) runs out of distinct queries: the later levels reuse them.
+            part = pool[offset : offset + args.max_requests] or pool[: args.max_requests]
             offset += args.max_requests
             result = level(clients, part, args.seconds, args.max_requests, "/search")
             print(json.dumps(result), flush=True)
@@ -225,7 +241,9 @@ def main() -> None:
                 *sys.argv,
             ]
         ),
-        "server": {key: ready[key] for key in ("images", "text_encoder", "image_encoder")},
+        "server": {key: ready.get(key) for key in ("images", "text_encoder", "fast_text_encoder", "image_encoder")},
+        "langs": list(langs),
+        "fast_tower": env.get("POLYGLOT_FAST_TOWER", "auto"),
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),

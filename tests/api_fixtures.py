@@ -49,18 +49,19 @@ class FakeTextEncoder(TextEncoder):
         return np.stack(rows)
 
 
-def fake_text_embedder() -> TextEmbedder:
-    torch.manual_seed(0)
+def fake_text_embedder(encoder: TextEncoder | None = None, seed: int = 0) -> TextEmbedder:
+    encoder = encoder or FakeTextEncoder()
+    torch.manual_seed(seed)
     tower = TextTower(
-        input_dim=FakeTextEncoder.dim,
+        input_dim=encoder.dim,
         output_dim=FakeImageEncoder.dim,
         hidden_dims=(32,),
         dropouts=(0.0, 0.0),
         final_relu=False,
-        text_encoder=FakeTextEncoder.name,
+        text_encoder=encoder.name,
         image_encoder=FakeImageEncoder.name,
     ).eval()
-    embedder = TextEmbedder(tower, FakeTextEncoder())
+    embedder = TextEmbedder(tower, encoder)
     embedder.load()
     return embedder
 
@@ -76,13 +77,13 @@ CAPTIONS = [
 
 
 def fake_engine_factory(
-    images: Sequence[Path] = (), captions: Sequence[Caption] = ()
+    images: Sequence[Path] = (), captions: Sequence[Caption] = (), fast_text: TextEmbedder | None = None
 ) -> Callable[[ServiceSettings], Engine]:
     def factory(settings: ServiceSettings) -> Engine:
         index = ImageIndex.open(settings, encoder=FakeImageEncoder(delay=0), image_space=ImageSpace("l2"))
         if images:
             index.add_paths(list(images), progress=False)
-        engine = assemble(settings, fake_text_embedder(), index)
+        engine = assemble(settings, fake_text_embedder(), index, fast_text=fast_text)
         if captions:
             engine.captions.add(list(captions))
         return engine

@@ -32,6 +32,7 @@ async def ready(request: Request) -> Response:
         images=images,
         captions=captions,
         text_encoder=engine.text.encoder.name,
+        fast_text_encoder=engine.fast_text.encoder.name if engine.fast_text is not None else None,
         image_encoder=engine.images.encoder.name,
         load_seconds={k: round(v, 4) for k, v in engine.load_seconds.items()},
     )
@@ -46,4 +47,7 @@ async def metrics(request: Request) -> Response:
         images, captions = await engine.run(lambda: (len(engine.images), len(engine.captions)))
         collected.images.set(images)
         collected.captions.set(captions)
+        if engine.text_batcher is not None:
+            collected.search_batches.set(engine.text_batcher.batches)
+            collected.search_batched_queries.set(engine.text_batcher.items)
     return Response(generate_latest(collected.registry), media_type=CONTENT_TYPE_LATEST)

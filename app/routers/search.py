@@ -92,7 +92,8 @@ def _page(
     response_model=SearchResponse,
     summary="Search images by text, in any supported language",
     description="Text → images, best first. `lang` is validated against the text encoder's languages when "
-    "given (422 with the supported list otherwise) and detected when absent. " + SCORE_DOC,
+    "given (422 with the supported list otherwise) and detected when absent. Queries in a language the fast "
+    "tower covers (POLYGLOT_FAST_TOWER) are embedded by it; `text_encoder` in the answer says which. " + SCORE_DOC,
 )
 async def search_text(
     engine: EngineDep,
@@ -117,11 +118,12 @@ async def search_text(
         language = await engine.run(_language, engine, query, lang)  # langdetect is slow pure Python
     else:
         language = _language(engine, query, lang)  # a set lookup: no thread hop
-    ranked = await engine.search_text(query, offset + k)
+    ranked, text_encoder = await engine.search_text(query, language.used, offset + k)
     results, next_offset, total = await engine.run(_page, engine, ranked, k, offset, min_score)
     return SearchResponse(
         query=query,
         language=language,
+        text_encoder=text_encoder,
         k=k,
         offset=offset,
         min_score=min_score,

@@ -14,5 +14,6 @@ class Ready(BaseModel):
     images: int = Field(ge=0)
     captions: int = Field(ge=0)
     text_encoder: str = Field(max_length=100)
+    fast_text_encoder: str | None = Field(default=None, max_length=100, description="The fast tower's encoder.")
     image_encoder: str = Field(max_length=100)
     load_seconds: dict[str, float]

@@ -37,6 +37,9 @@ class SearchResponse(BaseModel):
     query: str | None = Field(default=None, max_length=10_000)
     query_image_id: int | None = Field(default=None, ge=0)
     language: LanguageInfo | None = None
+    text_encoder: str | None = Field(
+        default=None, max_length=200, description="The sentence encoder whose tower embedded the query."
+    )
     k: int = Field(ge=1, le=1000)
     offset: int = Field(ge=0)
     min_score: float | None = Field(default=None, ge=-1, le=1)

@@ -1,0 +1,94 @@
+"""Two text towers behind /search: languages the fast encoder declares take it, the others keep the main one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from api_fixtures import CAPTIONS, FakeTextEncoder, fake_engine_factory, fake_text_embedder
+from fastapi.testclient import TestClient
+
+from app.engine import check_same_space
+from app.main import create_app
+from app.settings import ServiceSettings
+from indexer.embedders import shipped_fast_tower_path, shipped_tower_path
+
+pytest_plugins = ("api_fixtures",)
+
+
+class FastFakeEncoder(FakeTextEncoder):
+    """Another bag-of-words encoder that covers only French and Portuguese (like mUSE and Czech)."""
+
+    name = "fake-fast"
+    dim = 8
+    languages = frozenset({"fr", "pt"})
+
+
+@pytest.fixture
+def routed(service_settings: ServiceSettings, photo_paths: list[Path]) -> Iterator[TestClient]:
+    fast = fake_text_embedder(FastFakeEncoder(), seed=1)
+    app = create_app(service_settings, fake_engine_factory(photo_paths, CAPTIONS, fast_text=fast))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
+
+
+def _search(client: TestClient, **params: str) -> dict:
+    response = client.get("/search", params={"q": "un chien sur la plage", "k": "8", **params})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_languages_the_fast_encoder_covers_take_the_fast_tower(routed: TestClient) -> None:
+    french = _search(routed, lang="fr")
+    assert french["text_encoder"] == "fake-fast"
+    english = _search(routed, lang="en")  # same words, main encoder
+    assert english["text_encoder"] == FakeTextEncoder.name
+    # Different towers give different vectors, hence a different ranking or different scores.
+    assert [(r["id"], r["score"]) for r in french["results"]] != [(r["id"], r["score"]) for r in english["results"]]
+    assert routed.get("/ready").json()["fast_text_encoder"] == "fake-fast"
+
+
+def test_a_language_only_the_fast_encoder_covers_is_accepted(routed: TestClient) -> None:
+    assert _search(routed, lang="pt")["text_encoder"] == "fake-fast"
+    response = routed.get("/search", params={"q": "pes", "lang": "cs"})
+    assert response.status_code == 422  # neither encoder declares Czech
+    assert "unsupported lang" in response.json()["detail"]
+
+
+def test_same_text_in_two_routes_is_cached_apart(routed: TestClient) -> None:
+    engine = routed.app.state.engine  # type: ignore[attr-defined]
+    engine.query_cache.size = 16
+    french = engine.embed_queries(["chien"], "fast")
+    main = engine.embed_queries(["chien"], "main")
+    assert not np.allclose(french, main)
+    np.testing.assert_allclose(engine.embed_queries(["chien"], "fast"), french)
+
+
+def test_a_fast_tower_in_another_image_space_is_refused() -> None:
+    main = fake_text_embedder()
+    other = fake_text_embedder(FastFakeEncoder(), seed=1)
+    check_same_space(main, other, "fast")  # same fake image encoder and space: fine
+    other.tower.config["image_encoder"] = "efficientnet-lite0"
+    with pytest.raises(RuntimeError, match="--image-space-from"):
+        check_same_space(main, other, "fast")
+
+
+def test_fast_tower_setting(service_settings: ServiceSettings, tmp_path: Path) -> None:
+    assert service_settings.resolved_fast_tower == shipped_fast_tower_path()  # main = shipped default
+    assert service_settings.model_copy(update={"fast_tower": "off"}).resolved_fast_tower is None
+    custom = service_settings.model_copy(update={"tower_path": tmp_path / "mine"})
+    assert custom.resolved_fast_tower is None  # a custom main tower gets no shipped partner
+    explicit = custom.model_copy(update={"fast_tower": str(tmp_path / "fast")})
+    assert explicit.resolved_fast_tower == tmp_path / "fast"
+    assert service_settings.model_copy(update={"tower_path": shipped_tower_path()}).resolved_fast_tower is not None
+
+
+def test_a_batch_mixing_routes_answers_each_query_as_alone(routed: TestClient) -> None:
+    engine = routed.app.state.engine  # type: ignore[attr-defined]
+    items = [("un chien", "fast", 3), ("a dog", "main", 5), ("la plage", "fast", 2)]
+    together = engine.search_texts(items)
+    alone = [engine.search_texts([item])[0] for item in items]
+    assert [[h.id for h in hits] for hits in together] == [[h.id for h in hits] for hits in alone]
+    assert [len(hits) for hits in together] == [3, 5, 2]
