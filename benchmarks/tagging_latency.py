@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,9 @@ def prepare(home: Path, args: argparse.Namespace) -> ServiceSettings:
         vocab = build_vocabulary(
             lang,
             count_content_words(texts[lang], lang),
-            lambda words: embed_cached(text, words, settings.resolved_cache_dir),
+            partial(embed_cached, text, cache_dir=settings.resolved_cache_dir, lang=lang),
             min_count=3,
-            info={"tower": tower_fingerprint(text.tower)},
+            info={"tower": tower_fingerprint(text.tower, text.bridge)},
         )
         store.save(vocab)
     return settings

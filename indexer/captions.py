@@ -105,11 +105,13 @@ def read_captions(path: Path, langs: Iterable[str] | None = None) -> list[Captio
 
 
 def tower_fingerprint(embedder: TextEmbedder) -> str:
-    """Identity of the text side: encoder name + the tower's weights; captions embedded by another are stale."""
+    """Identity of the text side: encoder name, tower weights, bridge; captions embedded by another are stale."""
     digest = hashlib.sha256(embedder.encoder.name.encode())
     for name, tensor in sorted(embedder.tower.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().numpy().tobytes())
+    if embedder.bridge is not None:
+        digest.update(embedder.bridge.weight.tobytes())
     return digest.hexdigest()[:16]
 
 
@@ -201,7 +203,7 @@ class CaptionIndex:
             for cid, lang, text in fresh:
                 by_lang.setdefault(lang, []).append((cid, text))
             for lang, items in by_lang.items():
-                vectors = self._embed([t for _, t in items], progress)
+                vectors = self._embed([t for _, t in items], lang, progress)
                 index = self._indexes.get(lang)
                 updated = faiss.clone_index(index) if index is not None else self._empty()
                 updated.add_with_ids(vectors, np.array([i for i, _ in items], dtype=np.int64))
@@ -257,7 +259,7 @@ class CaptionIndex:
             rows = self._db.execute(f"SELECT id, lang, text, image, source FROM captions WHERE id IN ({marks})", ids)
             return {int(r[0]): (r[1], r[2], r[3], r[4]) for r in rows}
 
-    def _embed(self, texts: Sequence[str], progress: Callable[[int], object] | None = None) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], lang: str, progress: Callable[[int], object] | None = None) -> np.ndarray:
         encoder = self.embedder.encoder
         if not encoder.loaded:
             encoder.load()
@@ -267,7 +269,7 @@ class CaptionIndex:
                 progress(len(texts))
         else:
             sentences = cached_sentences(encoder, texts, self.cache_dir, progress=progress)
-        out = [self.embedder.tower.embed(sentences[s : s + 4096]) for s in range(0, len(sentences), 4096)]
+        out = [self.embedder.embed_sentences(sentences[s : s + 4096], lang) for s in range(0, len(sentences), 4096)]
         return np.ascontiguousarray(np.concatenate(out) if out else np.zeros((0, self.dim)), dtype=np.float32)
 
     def _rebuild_lang(self, lang: str) -> None:
@@ -275,7 +277,8 @@ class CaptionIndex:
             rows = self._db.execute("SELECT id, text FROM captions WHERE lang = ? ORDER BY id", (lang,)).fetchall()
         index = self._empty()
         if rows:
-            index.add_with_ids(self._embed([r[1] for r in rows]), np.array([r[0] for r in rows], dtype=np.int64))
+            vectors = self._embed([r[1] for r in rows], lang)
+            index.add_with_ids(vectors, np.array([r[0] for r in rows], dtype=np.int64))
         self._save_faiss(lang, index)
         self._indexes[lang] = index
 

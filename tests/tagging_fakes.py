@@ -46,7 +46,7 @@ class FakeTextEmbedder:
     def __init__(self) -> None:
         self.calls = 0
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], langs: str | None = None) -> np.ndarray:
         self.calls += 1
         rows = []
         for text in texts:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.tower import TextTower
 from training.features import text_embeddings
@@ -81,9 +82,14 @@ def caption_to_caption(texts: np.ndarray, split: PreparedSplit, langs: Sequence[
     return table
 
 
-def evaluate_tower(tower: TextTower, split: PreparedSplit, langs: Sequence[str] | None = None) -> Evaluation:
+def evaluate_tower(
+    tower: TextTower, split: PreparedSplit, langs: Sequence[str] | None = None, bridge: LanguageBridge | None = None
+) -> Evaluation:
     images = tower.image_space.apply(split.image_features)
-    return evaluate_vectors(images, tower.embed(split.text_embeddings), split, langs)
+    sentences = (
+        split.text_embeddings if bridge is None else bridge.apply(split.text_embeddings, split.caption_lang.tolist())
+    )
+    return evaluate_vectors(images, tower.embed(sentences), split, langs)
 
 
 def label_bridge_images(

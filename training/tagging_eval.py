@@ -23,6 +23,7 @@ import json
 import platform
 import time
 from collections import Counter, defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def build_vocabularies(
         vocabularies[lang] = build_vocabulary(
             lang,
             counts,
-            lambda words: embed_cached(text, words, cache_dir),
+            partial(embed_cached, text, cache_dir=cache_dir, lang=lang),
             min_count=min_count,
             max_words=max_words,
             batch_size=4096,
@@ -179,7 +180,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "sweep_w1": args.sweep,
         "tower": {
             "path": str(args.tower),
-            "fingerprint": tower_fingerprint(text.tower),
+            "fingerprint": tower_fingerprint(text.tower, text.bridge),
             "text_encoder": text.encoder.name,
             "image_encoder": encoder.name,
         },
@@ -241,7 +242,7 @@ def imagenet_check(
         for index, label in zip(indices, labels, strict=True):
             classes_of[normalise_text(label)].add(int(index))
         covered = set(int(i) for i in indices)
-        vectors = embed_cached(text, words, args.cache_dir)
+        vectors = embed_cached(text, words, args.cache_dir, lang=lang)
         image_sim = image_vectors @ vectors.T
         row_scores: dict[str, list[float]] = defaultdict(list)
         for row, classes in enumerate(top):

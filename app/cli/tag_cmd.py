@@ -101,14 +101,14 @@ def vocab_build(
             vocabulary = build_vocabulary(
                 code,
                 counts,
-                lambda words: embed_cached(text, words, settings.resolved_cache_dir),
+                lambda words: embed_cached(text, words, settings.resolved_cache_dir, lang=code),
                 min_count=1 if word_list else min_count,
                 max_words=max_words,
                 info={
                     "sources": [str(path) for path in files],
                     "kind": "word-list" if word_list else "content-words",
                     "text_encoder": text.encoder.name,
-                    "tower": tower_fingerprint(text.tower),
+                    "tower": tower_fingerprint(text.tower, text.bridge),
                 },
                 progress=bar.update,
                 forms=forms,

@@ -200,9 +200,11 @@ def register(cli: typer.Typer) -> None:
         image_encoder: str | None = typer.Option(None, help="Image encoder for the baseline (default: settings)."),
         json_out: Path | None = typer.Option(None, "--json", help="Write the recalls here as JSON."),
         c2c_json: Path | None = typer.Option(None, help="Write the caption→caption R@1 table here as JSON."),
+        no_bridge: bool = typer.Option(False, help="Leave the tower's language bridge out (to measure it)."),
     ) -> None:
         """Text→image and image→text Recall@1/5/10 per language on a split, plus caption→caption R@1."""
         from indexer.atomic import atomic_write_json
+        from indexer.bridge import LanguageBridge
         from indexer.embedders import shipped_tower_path
         from indexer.encoders import create_image_encoder, create_text_encoder
         from indexer.tower import TextTower
@@ -221,7 +223,8 @@ def register(cli: typer.Typer) -> None:
                 evaluation = evaluate_label_bridge(image, text, prepared, settings.resolved_cache_dir)
                 title = f"label bridge {text.name} × {image.name} on {split}"
             else:
-                model = TextTower.from_pretrained(tower or settings.tower_path or shipped_tower_path())
+                folder = tower or settings.tower_path or shipped_tower_path()
+                model = TextTower.from_pretrained(folder)
                 for name, given in (("text", text_encoder), ("image", image_encoder)):
                     expected = model.text_encoder if name == "text" else model.image_encoder
                     if given and given != expected:
@@ -229,8 +232,9 @@ def register(cli: typer.Typer) -> None:
                 image = create_image_encoder(model.image_encoder)
                 text = create_text_encoder(model.text_encoder, settings.resolved_models_dir)
                 prepared = prepare_split(data, split, None, image, text, settings.resolved_cache_dir)
-                evaluation = evaluate_tower(model, prepared)
-                title = f"tower {tower or 'shipped'} on {split}"
+                bridge = None if no_bridge else LanguageBridge.from_pretrained(folder)
+                evaluation = evaluate_tower(model, prepared, bridge=bridge)
+                title = f"tower {tower or 'shipped'}{' with its language bridge' if bridge else ''} on {split}"
         except USER_ERRORS as exc:
             raise _fail(str(exc)) from None
         print_evaluation(title, evaluation)

@@ -44,7 +44,7 @@ def load_tagger_component(engine: Engine) -> None:
         store.load_all(),
         settings=TaggingSettings(),
         captions=CaptionIndexRetriever(engine.captions),
-        fingerprint=tower_fingerprint(engine.text.tower),
+        fingerprint=tower_fingerprint(engine.text.tower, engine.text.bridge),
         store=store,
     )
 

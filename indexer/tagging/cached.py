@@ -22,9 +22,11 @@ def embed_cached(
     texts: Sequence[str],
     cache_dir: Path,
     progress: Callable[[int], object] | None = None,
+    lang: str | None = None,
 ) -> np.ndarray:
+    """``lang``: the texts' language, for the tower's language bridge (None: as encoded)."""
     sentences = cached_sentences(text.encoder, texts, cache_dir, progress=progress)
-    return text.tower.embed(sentences) if len(texts) else np.zeros((0, text.dim), np.float32)
+    return text.embed_sentences(sentences, lang) if len(texts) else np.zeros((0, text.dim), np.float32)
 
 
 def caption_retriever_from_file(

@@ -40,6 +40,6 @@ def load_tagger(
         store.load_all(),
         settings=tag_settings or TaggingSettings(),
         captions=captions,
-        fingerprint=tower_fingerprint(text.tower),
+        fingerprint=tower_fingerprint(text.tower, text.bridge),
         store=store,
     )

@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 from PIL import Image
 
+from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
 from indexer.tagging.ranking import contextual_tags
@@ -36,7 +37,7 @@ _CACHE_LIMIT = 20_000
 
 
 class TextEmbedding(Protocol):
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str], langs: str | None = None) -> np.ndarray: ...
 
 
 class UnknownLanguageError(ValueError):
@@ -60,8 +61,9 @@ class Tag:
         return {"tag": self.tag, "score": round(self.score, 6), "source": self.source}
 
 
-def tower_fingerprint(tower: object) -> str | None:
-    """Identity of a text tower's weights (vocabulary vectors are only valid for the tower that made them)."""
+def tower_fingerprint(tower: object, bridge: LanguageBridge | None = None) -> str | None:
+    """Identity of a text tower's weights and language bridge (vocabulary vectors are only valid for the
+    tower that made them)."""
     state_dict = getattr(tower, "state_dict", None)
     if state_dict is None:
         return None
@@ -69,6 +71,8 @@ def tower_fingerprint(tower: object) -> str | None:
     for name, tensor in sorted(state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    if bridge is not None:
+        digest.update(bridge.weight.tobytes())
     return digest.hexdigest()[:16]
 
 
@@ -139,7 +143,7 @@ class Tagger:
             made_by = vocabulary.info.get("tower")
             if self.fingerprint and made_by and made_by != self.fingerprint:
                 log.warning("re-embedding tag vocabulary made by another tower", extra={"lang": lang})
-                vectors = np.asarray(self.text.embed(vocabulary.words), dtype=np.float32)
+                vectors = np.asarray(self.text.embed(vocabulary.words, lang), dtype=np.float32)
                 vocabulary = Vocabulary(
                     lang, vocabulary.words, vocabulary.counts, vectors, vocabulary.info, vocabulary.display
                 )

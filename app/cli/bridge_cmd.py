@@ -1,0 +1,51 @@
+"""``polyglot bridge``: fit a hybrid tower's language bridge from the parallel captions of a data set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from app.cli.train_cmd import USER_ERRORS, _check_data, _fail, console
+from indexer.settings import IndexerSettings
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command("bridge")
+    def bridge(
+        data: Path = typer.Option(..., help="Data set folder (captions.jsonl, splits/*.txt)."),
+        tower: Path | None = typer.Option(None, help="Tower folder to add the bridge to (default: the shipped one)."),
+        langs: str = typer.Option("cs", help="Languages to bridge (comma-separated), paired with en captions."),
+        split: str = typer.Option("train", help="Split whose parallel captions fit the map."),
+        ridge: float = typer.Option(0.01, min=0.0, help="Ridge regularisation of the least-squares map."),
+    ) -> None:
+        """Fill the part of a hybrid embedding whose encoder lacks a language (mUSE: Czech) from the part
+        that has it, by a least-squares map fitted on parallel captions (see indexer/bridge.py)."""
+        from indexer.embedders import shipped_tower_path
+        from indexer.encoders import create_text_encoder
+        from indexer.encoders.hybrid import HybridTextEncoder
+        from indexer.tower import TextTower
+        from training.bridge_fit import fit_bridge, untouched_cosine
+        from training.data import load_dataset
+
+        settings = IndexerSettings()
+        _check_data(data)
+        folder = tower or settings.tower_path or shipped_tower_path()
+        codes = [code.strip().lower() for code in langs.split(",") if code.strip()]
+        try:
+            model = TextTower.from_pretrained(folder)
+            encoder = create_text_encoder(model.text_encoder, settings.resolved_models_dir)
+            dataset = load_dataset(data, split, [*codes, "en"])
+            fitted = fit_bridge(dataset, encoder, codes, settings.resolved_cache_dir, ridge=ridge)
+            assert isinstance(encoder, HybridTextEncoder)  # fit_bridge refuses anything else
+            before = {code: untouched_cosine(encoder, dataset, code, settings.resolved_cache_dir) for code in codes}
+        except USER_ERRORS as exc:
+            raise _fail(str(exc)) from None
+        fitted.info.update({"data": str(data), "split": split, "untouched_cosine": before})
+        fitted.save_pretrained(folder)
+        console.print(
+            f"bridge for {', '.join(codes)} written to {folder}: {fitted.info['pairs']} pairs, held-out cosine to "
+            f"the target {fitted.info['held_out_cosine']:.3f} (the part's own embedding: "
+            + ", ".join(f"{code} {value:.3f}" for code, value in before.items())
+            + ")"
+        )
