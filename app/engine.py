@@ -34,7 +34,7 @@ from app.batcher import Batcher
 from app.settings import ServiceSettings
 from indexer.captions import CaptionIndex
 from indexer.collection import Hit, ImageIndex
-from indexer.embedders import TextEmbedder
+from indexer.embedders import TextEmbedder, mix_towers
 from indexer.store.metadata import ImageRecord, ImageRow
 
 log = logging.getLogger("app.engine")
@@ -116,35 +116,52 @@ class Engine:
         return sorted(langs) if langs is not None else None
 
     def supports(self, lang: str) -> bool:
-        return self.text.encoder.supports(lang) or self.route(lang) == "fast"
+        return self.text.encoder.supports(lang) or self.route(lang) != "main"
 
     def route(self, lang: str | None) -> str:
-        """``fast`` when a fast tower is loaded and its encoder covers ``lang``; ``main`` otherwise."""
-        if self.fast_text is not None and lang is not None and self.fast_text.encoder.supports(lang):
-            return "fast"
-        return "main"
+        """How a query in ``lang`` is embedded: ``main`` (the main tower), or, when a fast tower is loaded and
+        its encoder covers ``lang``, ``fast`` (that tower alone) or ``both`` (POLYGLOT_FAST_TOWER_USE=ensemble)."""
+        if self.fast_text is None or lang is None or not self.fast_text.encoder.supports(lang):
+            return "main"
+        return "both" if self.settings.fast_tower_use == "ensemble" else "fast"
 
-    def embedder(self, route: str) -> TextEmbedder:
-        return self.fast_text if route == "fast" and self.fast_text is not None else self.text
+    def route_name(self, route: str) -> str:
+        """The encoder(s) behind a route, as reported to clients."""
+        names = {"main": self.text.encoder.name}
+        if self.fast_text is not None:
+            names["fast"] = self.fast_text.encoder.name
+            names["both"] = f"{names['main']} & {names['fast']}"
+        return names[route]
 
-    def embed_queries(self, texts: Sequence[str], route: str = "main") -> np.ndarray:
-        """Unit query vectors for many texts; cached ones skip the encoder, the rest go in one batch."""
-        keys = [f"{route}\x00{text}" for text in texts]  # the two towers give different vectors
+    def embed_queries(self, texts: Sequence[str], lang: str | None = None, route: str = "main") -> np.ndarray:
+        """Unit query vectors for many texts in ``lang`` (the language bridge needs it); cached ones skip the
+        encoders, the rest go in one batch."""
+        keys = [f"{route}\x00{lang}\x00{text}" for text in texts]  # towers and bridges give different vectors
         vectors: list[np.ndarray | None] = [self.query_cache.get(key) for key in keys]
         missing = [i for i, vector in enumerate(vectors) if vector is None]
         if missing:
-            fresh = self.embedder(route).embed([texts[i] for i in missing])
+            batch = [texts[i] for i in missing]
+            if route == "main" or self.fast_text is None:
+                fresh = self.text.embed(batch, lang)
+            elif route == "fast":
+                fresh = self.fast_text.embed(batch, lang)
+            else:
+                weight = self.settings.fast_tower_weight
+                fresh = mix_towers(self.text.embed(batch, lang), self.fast_text.embed(batch, lang), weight)
             for row, i in enumerate(missing):
                 vectors[i] = fresh[row]
                 self.query_cache.put(keys[i], fresh[row])
         return np.stack([v for v in vectors if v is not None])
 
-    def search_texts(self, items: Sequence[tuple[str, str, int]]) -> list[list[Hit]]:
-        """``(text, route, depth)`` → the best ``depth`` hits of each: one encoder pass per route, one FAISS call."""
+    def search_texts(self, items: Sequence[tuple[str, str | None, int]]) -> list[list[Hit]]:
+        """``(text, lang, depth)`` → the best ``depth`` hits of each: one encoder pass per route and language,
+        one FAISS call for all."""
         rows: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(items)
-        for route in sorted({route for _, route, _ in items}):
-            positions = [i for i, (_, r, _) in enumerate(items) if r == route]
-            vectors = self.embed_queries([items[i][0] for i in positions], route)
+        groups: dict[tuple[str, str | None], list[int]] = {}
+        for i, (_, lang, _) in enumerate(items):
+            groups.setdefault((self.route(lang), lang), []).append(i)
+        for (route, lang), positions in groups.items():
+            vectors = self.embed_queries([items[i][0] for i in positions], lang, route)
             for i, vector in zip(positions, vectors, strict=True):
                 rows[i] = vector
         depth = max(d for _, _, d in items)
@@ -153,14 +170,13 @@ class Engine:
 
     async def search_text(self, text: str, lang: str | None, depth: int) -> tuple[list[Hit], str]:
         """The best ``depth`` hits for a text query in ``lang`` (micro-batched with concurrent queries when
-        enabled), and the name of the text encoder that embedded it."""
-        route = self.route(lang)
-        item = (text, route, depth)
+        enabled), and the name of the text encoder(s) that embedded it."""
+        item = (text, lang, depth)
         if self.text_batcher is not None:
             hits = await self.text_batcher.submit(item)
         else:
             hits = (await self.run(self.search_texts, [item]))[0]
-        return hits, self.embedder(route).encoder.name
+        return hits, self.route_name(self.route(lang))
 
     def records(self, ids: Sequence[int]) -> dict[int, ImageRecord]:
         """Metadata of many images: recently read ones from memory, the rest in one SQL query.

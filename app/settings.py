@@ -6,6 +6,7 @@ Built in the lifespan (or handed to :func:`app.main.create_app`), never at impor
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 
@@ -49,6 +50,14 @@ class ServiceSettings(IndexerSettings):
         description="A second, cheaper text tower for /search queries in the languages its encoder declares (the "
         "others keep the main tower). 'auto': the shipped mUSE tower when the main tower is the shipped default; "
         "'off'; or a tower folder sharing the main tower's image space.",
+    )
+    fast_tower_use: Literal["route", "ensemble"] = Field(
+        default="route",
+        description="For queries in the fast tower's languages: 'route' embeds them with the fast tower alone "
+        "(lowest latency); 'ensemble' averages both towers' scores (best recall, the main tower's latency).",
+    )
+    fast_tower_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="The fast tower's share of the ensemble score."
     )
     images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")
     captions_dir: Path | None = Field(default=None, description="Caption index folder; default INDEX_DIR/captions.")

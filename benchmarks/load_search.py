@@ -127,7 +127,12 @@ def start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
 def markdown(report: dict[str, Any]) -> str:
     server, machine = report["server"], report["machine"]
     fast = (
-        f"; queries in the languages `{server['fast_text_encoder']}` declares take the fast tower"
+        f"; queries in the languages `{server['fast_text_encoder']}` declares "
+        + (
+            "are embedded by both towers, scores averaged (POLYGLOT_FAST_TOWER_USE=ensemble), with the fast tower"
+            if report.get("fast_tower_use") == "ensemble"
+            else "take the fast tower"
+        )
         + (
             " (POLYGLOT_FAST_TOWER=auto: the shipped `indexer/assets/tower-muse`)"
             if report.get("fast_tower", "auto") == "auto"
@@ -244,6 +249,7 @@ def main() -> None:
         "server": {key: ready.get(key) for key in ("images", "text_encoder", "fast_text_encoder", "image_encoder")},
         "langs": list(langs),
         "fast_tower": env.get("POLYGLOT_FAST_TOWER", "auto"),
+        "fast_tower_use": env.get("POLYGLOT_FAST_TOWER_USE", "route"),
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),

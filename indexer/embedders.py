@@ -32,6 +32,16 @@ def shipped_fast_tower_path() -> Path:
     return SHIPPED_TOWER.parent / "tower-muse"
 
 
+def mix_towers(first: np.ndarray, second: np.ndarray, weight: float) -> np.ndarray:
+    """Ensemble of two towers that share one image space: the unit vector along ``(1-w)·a + w·b``.
+
+    Against unit image vectors this ranks images by ``(1-w)·cos(a, v) + w·cos(b, v)``: the score average of
+    SMALR's CLC-A, taken over two towers instead of machine translations of the query.
+    """
+    mixed = (1.0 - weight) * first + weight * second
+    return (mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+
 class TextEmbedder:
     """Text → image-space vectors: frozen sentence encoder, optional language bridge, trained tower."""
 

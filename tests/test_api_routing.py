@@ -13,7 +13,8 @@ from fastapi.testclient import TestClient
 from app.engine import check_same_space
 from app.main import create_app
 from app.settings import ServiceSettings
-from indexer.embedders import shipped_fast_tower_path, shipped_tower_path
+from indexer.bridge import LanguageBridge
+from indexer.embedders import mix_towers, shipped_fast_tower_path, shipped_tower_path
 
 pytest_plugins = ("api_fixtures",)
 
@@ -60,10 +61,10 @@ def test_a_language_only_the_fast_encoder_covers_is_accepted(routed: TestClient)
 def test_same_text_in_two_routes_is_cached_apart(routed: TestClient) -> None:
     engine = routed.app.state.engine  # type: ignore[attr-defined]
     engine.query_cache.size = 16
-    french = engine.embed_queries(["chien"], "fast")
-    main = engine.embed_queries(["chien"], "main")
+    french = engine.embed_queries(["chien"], "fr", "fast")
+    main = engine.embed_queries(["chien"], "fr", "main")
     assert not np.allclose(french, main)
-    np.testing.assert_allclose(engine.embed_queries(["chien"], "fast"), french)
+    np.testing.assert_allclose(engine.embed_queries(["chien"], "fr", "fast"), french)
 
 
 def test_a_fast_tower_in_another_image_space_is_refused() -> None:
@@ -87,8 +88,42 @@ def test_fast_tower_setting(service_settings: ServiceSettings, tmp_path: Path) -
 
 def test_a_batch_mixing_routes_answers_each_query_as_alone(routed: TestClient) -> None:
     engine = routed.app.state.engine  # type: ignore[attr-defined]
-    items = [("un chien", "fast", 3), ("a dog", "main", 5), ("la plage", "fast", 2)]
+    items = [("un chien", "fr", 3), ("a dog", "en", 5), ("la plage", "fr", 2)]
     together = engine.search_texts(items)
     alone = [engine.search_texts([item])[0] for item in items]
     assert [[h.id for h in hits] for hits in together] == [[h.id for h in hits] for hits in alone]
     assert [len(hits) for hits in together] == [3, 5, 2]
+
+
+def test_mix_towers_is_the_unit_weighted_mean() -> None:
+    a, b = np.array([[1.0, 0.0]], np.float32), np.array([[0.0, 1.0]], np.float32)
+    np.testing.assert_allclose(mix_towers(a, b, 0.5), [[0.5**0.5, 0.5**0.5]], atol=1e-6)
+    np.testing.assert_allclose(mix_towers(a, b, 0.0), a)
+    np.testing.assert_allclose(mix_towers(a, b, 0.25), [[0.75 / 0.625**0.5, 0.25 / 0.625**0.5]], atol=1e-6)
+
+
+def test_ensemble_mode_averages_both_towers(service_settings: ServiceSettings, photo_paths: list[Path]) -> None:
+    settings = service_settings.model_copy(update={"fast_tower_use": "ensemble", "fast_tower_weight": 0.3})
+    fast = fake_text_embedder(FastFakeEncoder(), seed=1)
+    app = create_app(settings, fake_engine_factory(photo_paths, CAPTIONS, fast_text=fast))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        answer = _search(client, lang="fr")
+        assert answer["text_encoder"] == "fake-text & fake-fast"
+        assert _search(client, lang="en")["text_encoder"] == "fake-text"  # the fast encoder lacks English
+        engine = client.app.state.engine  # type: ignore[attr-defined]
+        expected = mix_towers(engine.text.embed(["chien"], "fr"), fast.embed(["chien"], "fr"), 0.3)
+        np.testing.assert_allclose(engine.embed_queries(["chien"], "fr", "both"), expected, atol=1e-6)
+
+
+def test_queries_go_through_the_main_towers_language_bridge(routed: TestClient) -> None:
+    engine = routed.app.state.engine  # type: ignore[attr-defined]
+    weight = np.random.default_rng(0).standard_normal((9, 8)).astype(np.float32)
+    engine.text.bridge = LanguageBridge(weight, (8, 16), (0, 8), frozenset({"es"}), FakeTextEncoder.name)
+    query = {"q": "un perro en la playa", "k": "8"}
+    spanish = routed.get("/search", params={**query, "lang": "es"}).json()
+    english = routed.get("/search", params={**query, "lang": "en"}).json()
+    assert spanish["text_encoder"] == english["text_encoder"] == FakeTextEncoder.name
+    assert [r["score"] for r in spanish["results"]] != [r["score"] for r in english["results"]]
+    np.testing.assert_allclose(
+        engine.embed_queries(["un perro"], "es"), engine.text.embed(["un perro"], "es"), atol=1e-6
+    )

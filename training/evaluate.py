@@ -7,7 +7,7 @@ the DPCCA paper: caption→caption R@1 between two languages describing the same
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import permutations
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from indexer.bridge import LanguageBridge
+from indexer.embedders import mix_towers
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.tower import TextTower
 from training.features import text_embeddings
@@ -90,6 +91,30 @@ def evaluate_tower(
         split.text_embeddings if bridge is None else bridge.apply(split.text_embeddings, split.caption_lang.tolist())
     )
     return evaluate_vectors(images, tower.embed(sentences), split, langs)
+
+
+def evaluate_ensemble(
+    main: TextTower,
+    second: TextTower,
+    split: PreparedSplit,
+    second_split: PreparedSplit,
+    weight: float,
+    covered: Callable[[str], bool],
+    bridge: LanguageBridge | None = None,
+) -> Evaluation:
+    """Two towers in one image space, scores averaged (:func:`indexer.embedders.mix_towers`) for the captions
+    whose language ``covered`` accepts (the second tower's encoder), the main tower alone for the others."""
+    if split.caption_text != second_split.caption_text:
+        raise ValueError("the two prepared splits must list the same captions in the same order")
+    images = main.image_space.apply(split.image_features)
+    sentences = (
+        split.text_embeddings if bridge is None else bridge.apply(split.text_embeddings, split.caption_lang.tolist())
+    )
+    texts = main.embed(sentences)
+    rows = np.flatnonzero([covered(lang) for lang in split.caption_lang.tolist()])
+    if len(rows):
+        texts[rows] = mix_towers(texts[rows], second.embed(second_split.text_embeddings[rows]), weight)
+    return evaluate_vectors(images, texts, split)
 
 
 def label_bridge_images(

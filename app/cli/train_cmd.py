@@ -201,6 +201,12 @@ def register(cli: typer.Typer) -> None:
         json_out: Path | None = typer.Option(None, "--json", help="Write the recalls here as JSON."),
         c2c_json: Path | None = typer.Option(None, help="Write the caption→caption R@1 table here as JSON."),
         no_bridge: bool = typer.Option(False, help="Leave the tower's language bridge out (to measure it)."),
+        ensemble_with: Path | None = typer.Option(
+            None,
+            help="A second tower in the same image space: average both towers' scores (as the service's "
+            "POLYGLOT_FAST_TOWER_USE=ensemble) for the languages its encoder covers.",
+        ),
+        ensemble_weight: float = typer.Option(0.5, min=0.0, max=1.0, help="The second tower's share of the score."),
     ) -> None:
         """Text→image and image→text Recall@1/5/10 per language on a split, plus caption→caption R@1."""
         from indexer.atomic import atomic_write_json
@@ -208,7 +214,7 @@ def register(cli: typer.Typer) -> None:
         from indexer.embedders import shipped_tower_path
         from indexer.encoders import create_image_encoder, create_text_encoder
         from indexer.tower import TextTower
-        from training.evaluate import evaluate_label_bridge, evaluate_tower
+        from training.evaluate import evaluate_ensemble, evaluate_label_bridge, evaluate_tower
         from training.prepared import prepare_split
 
         settings = IndexerSettings()
@@ -233,8 +239,19 @@ def register(cli: typer.Typer) -> None:
                 text = create_text_encoder(model.text_encoder, settings.resolved_models_dir)
                 prepared = prepare_split(data, split, None, image, text, settings.resolved_cache_dir)
                 bridge = None if no_bridge else LanguageBridge.from_pretrained(folder)
-                evaluation = evaluate_tower(model, prepared, bridge=bridge)
                 title = f"tower {tower or 'shipped'}{' with its language bridge' if bridge else ''} on {split}"
+                if ensemble_with is None:
+                    evaluation = evaluate_tower(model, prepared, bridge=bridge)
+                else:
+                    second = TextTower.from_pretrained(ensemble_with)
+                    if second.image_space.fingerprint != model.image_space.fingerprint:
+                        raise ValueError(f"{ensemble_with} maps into another image space than {folder}")
+                    second_text = create_text_encoder(second.text_encoder, settings.resolved_models_dir)
+                    second_split = prepare_split(data, split, None, image, second_text, settings.resolved_cache_dir)
+                    evaluation = evaluate_ensemble(
+                        model, second, prepared, second_split, ensemble_weight, second_text.supports, bridge
+                    )
+                    title += f", ensembled with {ensemble_with} (weight {ensemble_weight})"
         except USER_ERRORS as exc:
             raise _fail(str(exc)) from None
         print_evaluation(title, evaluation)
