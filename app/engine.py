@@ -6,11 +6,12 @@ Every blocking call from a request goes through :meth:`Engine.run`, i.e. ``anyio
 
 ``components`` holds optional parts loaded by startup hooks (see ``app/main.py``), e.g. the tagger.
 
-Text queries can take one of two routes. ``main`` is the configured tower (the shipped default covers ~100
-languages through its e5 half, which costs ~30 ms a query on 2 cores). ``fast`` is an optional second tower
-over a cheaper encoder (the shipped mUSE tower: ~2 ms) that maps into the same image space, so both search
-the one index; ``/search`` queries in a language the fast encoder declares take it, every other language,
-and queries whose language is unknown, take ``main``. Captions and tags always use ``main``.
+Text queries take one of three routes. ``main`` is the configured tower (the shipped default covers ~100
+languages through its e5 half, which costs ~30 ms a query on 2 cores). An optional second tower over a cheaper
+encoder (the shipped mUSE tower: ~2 ms) maps into the same image space, so both search the one index;
+``/search`` queries in a language its encoder declares take it alone (``fast``) or, with
+POLYGLOT_FAST_TOWER_USE=ensemble, both towers with their scores averaged (``both``). Every other language, and
+queries whose language is unknown, take ``main``. Captions and tags always use ``main``.
 """
 
 from __future__ import annotations

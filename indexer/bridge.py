@@ -36,7 +36,8 @@ def fit_ridge(inputs: np.ndarray, targets: np.ndarray, ridge: float) -> np.ndarr
     return np.linalg.solve(gram, x.T @ targets.astype(np.float64)).astype(np.float32)
 
 
-def _unit(rows: np.ndarray) -> np.ndarray:
+def unit_rows(rows: np.ndarray) -> np.ndarray:
+    """Each row scaled to unit length (zero rows stay zero)."""
     return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
 
@@ -56,8 +57,8 @@ class LanguageBridge:
 
     def predict_target(self, sources: np.ndarray) -> np.ndarray:
         """Unit target-part vectors predicted from unit source-part vectors."""
-        x = np.hstack([_unit(sources), np.ones((len(sources), 1), dtype=np.float32)])
-        return _unit(x @ self.weight)
+        x = np.hstack([unit_rows(sources), np.ones((len(sources), 1), dtype=np.float32)])
+        return unit_rows(x @ self.weight)
 
     def apply(self, sentences: np.ndarray, langs: str | Sequence[str | None] | None) -> np.ndarray:
         """Bridge the rows whose language (one for all, or one per row) the bridge was fitted on."""

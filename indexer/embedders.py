@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from indexer.bridge import LanguageBridge
+from indexer.bridge import LanguageBridge, unit_rows
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.factory import create_image_encoder, create_text_encoder
 from indexer.image_space import ImageSpace
@@ -38,8 +38,7 @@ def mix_towers(first: np.ndarray, second: np.ndarray, weight: float) -> np.ndarr
     Against unit image vectors this ranks images by ``(1-w)·cos(a, v) + w·cos(b, v)``: the score average of
     SMALR's CLC-A, taken over two towers instead of machine translations of the query.
     """
-    mixed = (1.0 - weight) * first + weight * second
-    return (mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+    return unit_rows((1.0 - weight) * first + weight * second).astype(np.float32)
 
 
 class TextEmbedder:

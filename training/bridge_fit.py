@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from indexer.bridge import LanguageBridge, fit_ridge, part_columns
+from indexer.bridge import LanguageBridge, fit_ridge, part_columns, unit_rows
 from indexer.encoders.base import TextEncoder
 from indexer.encoders.hybrid import HybridTextEncoder
 from indexer.sentence_cache import cached_sentences
@@ -101,6 +101,4 @@ def untouched_cosine(encoder: HybridTextEncoder, dataset: CaptionDataset, lang: 
 
 
 def _mean_cosine(a: np.ndarray, b: np.ndarray) -> float:
-    a = a / np.linalg.norm(a, axis=1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=1, keepdims=True)
-    return round(float(np.mean(np.sum(a * b, axis=1))), 4)
+    return round(float(np.mean(np.sum(unit_rows(a) * unit_rows(b), axis=1))), 4)

@@ -83,14 +83,19 @@ def caption_to_caption(texts: np.ndarray, split: PreparedSplit, langs: Sequence[
     return table
 
 
+def _tower_texts(tower: TextTower, split: PreparedSplit, bridge: LanguageBridge | None) -> np.ndarray:
+    """The split's captions through the (bridged) tower, as at search time."""
+    sentences = split.text_embeddings
+    if bridge is not None:
+        sentences = bridge.apply(sentences, split.caption_lang.tolist())
+    return tower.embed(sentences)
+
+
 def evaluate_tower(
     tower: TextTower, split: PreparedSplit, langs: Sequence[str] | None = None, bridge: LanguageBridge | None = None
 ) -> Evaluation:
     images = tower.image_space.apply(split.image_features)
-    sentences = (
-        split.text_embeddings if bridge is None else bridge.apply(split.text_embeddings, split.caption_lang.tolist())
-    )
-    return evaluate_vectors(images, tower.embed(sentences), split, langs)
+    return evaluate_vectors(images, _tower_texts(tower, split, bridge), split, langs)
 
 
 def evaluate_ensemble(
@@ -107,10 +112,7 @@ def evaluate_ensemble(
     if split.caption_text != second_split.caption_text:
         raise ValueError("the two prepared splits must list the same captions in the same order")
     images = main.image_space.apply(split.image_features)
-    sentences = (
-        split.text_embeddings if bridge is None else bridge.apply(split.text_embeddings, split.caption_lang.tolist())
-    )
-    texts = main.embed(sentences)
+    texts = _tower_texts(main, split, bridge)
     rows = np.flatnonzero([covered(lang) for lang in split.caption_lang.tolist()])
     if len(rows):
         texts[rows] = mix_towers(texts[rows], second.embed(second_split.text_embeddings[rows]), weight)
