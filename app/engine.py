@@ -1,14 +1,16 @@
 """The loaded state of the service: text embedder, image index, caption index, the thread pool's limiter.
 
 Built once in the lifespan (:func:`load_engine`, itself run in a worker thread since loading models blocks).
-Every blocking call from a request goes through :meth:`Engine.run`, i.e. ``anyio.to_thread.run_sync`` with a
-:class:`anyio.CapacityLimiter` sized by ``POLYGLOT_THREAD_POOL_SIZE``: the event loop never runs inference.
+Text searches go to the micro-batcher's search threads (:mod:`app.batcher`, ``POLYGLOT_SEARCH_BATCH_WORKERS``);
+every other blocking call from a request goes through :meth:`Engine.run`, i.e. ``anyio.to_thread.run_sync``
+with a :class:`anyio.CapacityLimiter` sized by ``POLYGLOT_THREAD_POOL_SIZE``: the event loop never runs
+inference.
 
 ``components`` holds optional parts loaded by startup hooks (see ``app/main.py``), e.g. the tagger.
 
 Text queries take one of three routes. ``main`` is the configured tower (the shipped default covers ~100
-languages through its e5 half, which costs ~30 ms a query on 2 cores). An optional second tower over a cheaper
-encoder (the shipped mUSE tower: ~2 ms) maps into the same image space, so both search the one index;
+languages through its e5 half, which costs ~20 ms a query on one core). An optional second tower over a cheaper
+encoder (the shipped mUSE tower: ~0.6 ms) maps into the same image space, so both search the one index;
 ``/search`` queries in a language its encoder declares take it alone (``fast``) or, with
 POLYGLOT_FAST_TOWER_USE=ensemble, both towers with their scores averaged (``both``). Every other language, and
 queries whose language is unknown, take ``main``. Captions and tags always use ``main``.
@@ -32,6 +34,7 @@ from PIL import Image
 from sqlalchemy import select
 
 from app.batcher import Batcher
+from app.schemas.images import ImageMetadata
 from app.settings import ServiceSettings
 from indexer.captions import CaptionIndex
 from indexer.collection import Hit, ImageIndex
@@ -79,15 +82,18 @@ class Engine:
     components: dict[str, Any] = field(default_factory=dict)
     query_cache: QueryCache = field(default_factory=lambda: QueryCache(0))
     fast_text: TextEmbedder | None = None
-    text_batcher: Batcher[list[Hit]] | None = None
-    _records: dict[int, tuple[float, ImageRecord]] = field(default_factory=dict)
+    text_batcher: Batcher[Any] | None = None
+    _records: dict[int, tuple[float, ImageMetadata]] = field(default_factory=dict)
     _records_lock: threading.Lock = field(default_factory=threading.Lock)
 
     async def start(self) -> None:
-        """Start the event-loop side (the search micro-batcher); called by the lifespan."""
+        """Start the search threads (the text-search micro-batcher); called by the lifespan."""
         if self.settings.search_batch_size > 1:
             self.text_batcher = Batcher(
-                self.run, self.search_texts, self.settings.search_batch_size, self.settings.search_batch_workers
+                self.search_and_finish,
+                self.settings.search_batch_size,
+                self.settings.search_batch_workers,
+                thread_init=self._pin_threads,
             )
             await self.text_batcher.start()
 
@@ -101,15 +107,22 @@ class Engine:
         return await anyio.to_thread.run_sync(self._in_worker, fn, *args, limiter=self.limiter)
 
     def _in_worker(self, fn: Callable[..., T], *args: Any) -> T:
-        # OpenMP thread counts are per calling thread: a worker thread left at the default runs FAISS (and the
-        # OpenMP OpenBLAS under it) on every core, and two such workers spin against each other (measured: 5x
-        # slower searches on 2 cores). Pin each worker once.
-        if getattr(_worker_state, "omp_threads", None) != self.settings.inference_threads:
-            import faiss
-
-            faiss.omp_set_num_threads(self.settings.inference_threads)
-            _worker_state.omp_threads = self.settings.inference_threads
+        self._pin_threads()
         return fn(*args)
+
+    def _pin_threads(self) -> None:
+        # OpenMP thread counts are per calling thread: a worker thread left at the default runs FAISS (and the
+        # OpenMP OpenBLAS under it) and torch's MKL matrix products on every core, and the idle OpenMP threads
+        # spin between calls (measured: 5x slower searches with two such workers; a spinning MKL thread burning
+        # 75% of a core under load). Pin each worker once, for both OpenMP runtimes.
+        threads = self.settings.inference_threads
+        if getattr(_worker_state, "omp_threads", None) != threads:
+            import faiss
+            import torch
+
+            faiss.omp_set_num_threads(threads)
+            torch.set_num_threads(self.settings.torch_threads or threads)
+            _worker_state.omp_threads = threads
 
     @property
     def text_languages(self) -> list[str] | None:
@@ -134,60 +147,76 @@ class Engine:
             names["both"] = f"{names['main']} & {names['fast']}"
         return names[route]
 
-    def embed_queries(self, texts: Sequence[str], lang: str | None = None, route: str = "main") -> np.ndarray:
-        """Unit query vectors for many texts in ``lang`` (the language bridge needs it); cached ones skip the
-        encoders, the rest go in one batch."""
-        keys = [f"{route}\x00{lang}\x00{text}" for text in texts]  # towers and bridges give different vectors
+    def embed_queries(
+        self, texts: Sequence[str], langs: str | Sequence[str | None] | None = None, route: str = "main"
+    ) -> np.ndarray:
+        """Unit query vectors for many texts, each in its language (one for all, or one per text: the language
+        bridge needs it); cached ones skip the encoders, the rest go through one encoder call."""
+        per_text = [langs] * len(texts) if langs is None or isinstance(langs, str) else list(langs)
+        # Towers and bridges give different vectors: the route and the language are part of the key.
+        keys = [f"{route}\x00{lang}\x00{text}" for text, lang in zip(texts, per_text, strict=True)]
         vectors: list[np.ndarray | None] = [self.query_cache.get(key) for key in keys]
         missing = [i for i, vector in enumerate(vectors) if vector is None]
         if missing:
             batch = [texts[i] for i in missing]
+            batch_langs = [per_text[i] for i in missing]
             if route == "main" or self.fast_text is None:
-                fresh = self.text.embed(batch, lang)
+                fresh = self.text.embed(batch, batch_langs)
             elif route == "fast":
-                fresh = self.fast_text.embed(batch, lang)
+                fresh = self.fast_text.embed(batch, batch_langs)
             else:
                 weight = self.settings.fast_tower_weight
-                fresh = mix_towers(self.text.embed(batch, lang), self.fast_text.embed(batch, lang), weight)
+                fresh = mix_towers(
+                    self.text.embed(batch, batch_langs), self.fast_text.embed(batch, batch_langs), weight
+                )
             for row, i in enumerate(missing):
                 vectors[i] = fresh[row]
                 self.query_cache.put(keys[i], fresh[row])
         return np.stack([v for v in vectors if v is not None])
 
     def search_texts(self, items: Sequence[tuple[str, str | None, int]]) -> list[list[Hit]]:
-        """``(text, lang, depth)`` → the best ``depth`` hits of each: one encoder pass per route and language,
-        one FAISS call for all."""
+        """``(text, lang, depth)`` → the best ``depth`` hits of each: one encoder call per route (every language
+        of a route in one batch: per-language calls cost a pass over the model weights each), one FAISS call."""
         rows: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(items)
-        groups: dict[tuple[str, str | None], list[int]] = {}
+        groups: dict[str, list[int]] = {}
         for i, (_, lang, _) in enumerate(items):
-            groups.setdefault((self.route(lang), lang), []).append(i)
-        for (route, lang), positions in groups.items():
-            vectors = self.embed_queries([items[i][0] for i in positions], lang, route)
+            groups.setdefault(self.route(lang), []).append(i)
+        for route, positions in groups.items():
+            vectors = self.embed_queries([items[i][0] for i in positions], [items[i][1] for i in positions], route)
             for i, vector in zip(positions, vectors, strict=True):
                 rows[i] = vector
         depth = max(d for _, _, d in items)
         hits = self.images.search(np.stack(rows), depth)
         return [row[:d] for row, (_, _, d) in zip(hits, items, strict=True)]
 
-    async def search_text(self, text: str, lang: str | None, depth: int) -> tuple[list[Hit], str]:
-        """The best ``depth`` hits for a text query in ``lang`` (micro-batched with concurrent queries when
-        enabled), and the name of the text encoder(s) that embedded it."""
-        item = (text, lang, depth)
+    def search_and_finish(self, items: Sequence[tuple[str, str | None, int, Callable[[list[Hit]], Any]]]) -> list[Any]:
+        """:meth:`search_texts`, then each item's ``finish(hits)`` in the same worker thread: a request's page
+        (metadata, response objects) is built without a second hop through the thread pool."""
+        hits = self.search_texts([(text, lang, depth) for text, lang, depth, _ in items])
+        return [finish(row) for row, (*_, finish) in zip(hits, items, strict=True)]
+
+    async def search_text(
+        self, text: str, lang: str | None, depth: int, finish: Callable[[list[Hit]], T]
+    ) -> tuple[T, str]:
+        """``finish(hits)`` of the best ``depth`` hits for a text query in ``lang`` (micro-batched with concurrent
+        queries when enabled; ``finish`` runs in the worker thread), and the text encoder(s) that embedded it."""
+        item = (text, lang, depth, finish)
         if self.text_batcher is not None:
-            hits = await self.text_batcher.submit(item)
+            answer = await self.text_batcher.submit(item)
         else:
-            hits = (await self.run(self.search_texts, [item]))[0]
-        return hits, self.route_name(self.route(lang))
+            answer = (await self.run(self.search_and_finish, [item]))[0]
+        return answer, self.route_name(self.route(lang))
 
-    def records(self, ids: Sequence[int]) -> dict[int, ImageRecord]:
-        """Metadata of many images: recently read ones from memory, the rest in one SQL query.
+    def metadata(self, ids: Sequence[int]) -> dict[int, ImageMetadata]:
+        """The API view of many images' metadata: recently built ones from memory, the rest from one SQL query.
 
-        Result pages hit the same images again and again; the ORM read costs more than the vector search.
-        Entries live ``record_cache_seconds`` (metadata edited by another process shows up after that) and
-        are dropped at once when this service removes the image.
+        Result pages show the same images again and again, and reading a row and validating its view costs more
+        than the vector search (measured: ~0.8 ms for a page of 20 before this cache). Entries live
+        ``record_cache_seconds`` (metadata edited by another process shows up after that) and are dropped at
+        once when this service removes the image.
         """
         now = time.monotonic()
-        found: dict[int, ImageRecord] = {}
+        found: dict[int, ImageMetadata] = {}
         with self._records_lock:
             for i in ids:
                 entry = self._records.get(int(i))
@@ -197,14 +226,14 @@ class Engine:
         if missing:
             with self.images.store.transaction() as session:
                 rows = session.scalars(select(ImageRow).where(ImageRow.id.in_(missing)))
-                fresh = {int(row.id): ImageRecord.from_row(row) for row in rows}
+                fresh = {int(row.id): ImageMetadata.from_record(ImageRecord.from_row(row)) for row in rows}
             found.update(fresh)
             ttl = self.settings.record_cache_seconds
             if ttl > 0:
                 with self._records_lock:
                     if len(self._records) > 100_000:
                         self._records.clear()
-                    self._records.update({i: (now + ttl, record) for i, record in fresh.items()})
+                    self._records.update({i: (now + ttl, view) for i, view in fresh.items()})
         return found
 
     def forget(self, ids: Sequence[int]) -> None:

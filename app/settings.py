@@ -41,7 +41,8 @@ class ServiceSettings(IndexerSettings):
         default=1,
         ge=1,
         le=64,
-        description="Batches in flight at once (1: the largest batches; measured best on 2 cores).",
+        description="Search threads, each running one batch at a time (1: the largest batches; on 2 cores 1 gave "
+        "605 req/s at 8 clients, 2 gave 512).",
     )
     fast_tower: str = Field(
         default="auto",

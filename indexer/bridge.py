@@ -105,6 +105,12 @@ class LanguageBridge:
         )
 
 
+def remove_bridge(folder: Path) -> None:
+    """Delete the bridge stored in ``folder``, if any (its config first: a half-removed bridge is no bridge)."""
+    (folder / CONFIG_NAME).unlink(missing_ok=True)
+    (folder / WEIGHTS_NAME).unlink(missing_ok=True)
+
+
 def part_columns(part_dims: Sequence[int], index: int) -> tuple[int, int]:
     """Columns of part ``index`` in a hybrid embedding whose parts have widths ``part_dims``."""
     start = sum(part_dims[:index])

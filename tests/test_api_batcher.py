@@ -7,14 +7,9 @@ import threading
 import time
 from collections.abc import Sequence
 
-import anyio.to_thread
 import pytest
 
 from app.batcher import Batcher
-
-
-async def _in_thread(fn, *args):
-    return await anyio.to_thread.run_sync(fn, *args)
 
 
 def test_concurrent_requests_are_coalesced_and_answered_in_order() -> None:
@@ -28,7 +23,7 @@ def test_concurrent_requests_are_coalesced_and_answered_in_order() -> None:
         return [item * 10 for item in items]
 
     async def scenario() -> list[int]:
-        batcher: Batcher[int] = Batcher(_in_thread, work, max_batch=4, workers=1)
+        batcher: Batcher[int] = Batcher(work, max_batch=4, workers=1)
         await batcher.start()
         try:
             first = asyncio.create_task(batcher.submit(0))
@@ -46,7 +41,7 @@ def test_concurrent_requests_are_coalesced_and_answered_in_order() -> None:
 
 def test_a_lone_request_does_not_wait() -> None:
     async def scenario() -> float:
-        batcher: Batcher[int] = Batcher(_in_thread, lambda items: list(items), max_batch=32, workers=2)
+        batcher: Batcher[int] = Batcher(lambda items: list(items), max_batch=32, workers=2)
         await batcher.start()
         try:
             start = time.perf_counter()
@@ -65,7 +60,7 @@ def test_errors_reach_every_request_in_the_batch_and_the_worker_survives() -> No
         return list(items)
 
     async def scenario() -> None:
-        batcher: Batcher[int] = Batcher(_in_thread, work, max_batch=8, workers=1)
+        batcher: Batcher[int] = Batcher(work, max_batch=8, workers=1)
         await batcher.start()
         try:
             with pytest.raises(ValueError, match="unlucky"):
@@ -75,3 +70,54 @@ def test_errors_reach_every_request_in_the_batch_and_the_worker_survives() -> No
             await batcher.stop()
 
     asyncio.run(scenario())
+
+
+def test_workers_run_their_thread_init_and_stop_cleanly() -> None:
+    names: list[str] = []
+
+    async def scenario() -> None:
+        batcher: Batcher[int] = Batcher(
+            lambda items: list(items),
+            max_batch=4,
+            workers=2,
+            thread_init=lambda: names.append(threading.current_thread().name),
+        )
+        await batcher.start()
+        assert await batcher.submit(3) == 3
+        await batcher.stop()
+        with pytest.raises(RuntimeError, match="start"):
+            await batcher.submit(4)
+
+    asyncio.run(scenario())
+    assert sorted(names) == ["search-batch-0", "search-batch-1"]
+
+
+def test_a_cancelled_request_is_skipped_and_the_rest_answered() -> None:
+    seen: list[list[int]] = []
+    gate = threading.Event()
+
+    def work(items: Sequence[int]) -> list[int]:
+        seen.append(list(items))
+        if len(seen) == 1:
+            gate.wait(5)
+        return list(items)
+
+    async def scenario() -> int:
+        batcher: Batcher[int] = Batcher(work, max_batch=8, workers=1)
+        await batcher.start()
+        try:
+            first = asyncio.create_task(batcher.submit(1))
+            await asyncio.sleep(0.05)
+            doomed = asyncio.create_task(batcher.submit(2))
+            kept = asyncio.create_task(batcher.submit(3))
+            await asyncio.sleep(0.05)
+            doomed.cancel()
+            await asyncio.sleep(0.05)
+            gate.set()
+            await first
+            return await kept
+        finally:
+            await batcher.stop()
+
+    assert asyncio.run(scenario()) == 3
+    assert seen == [[1], [3]]

@@ -16,7 +16,7 @@ from indexer.collection import ImageIndex, IndexMismatchError, IndexNotFoundErro
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError
 from indexer.settings import IndexerSettings
-from indexer.store.vectors import VectorIndexSettings
+from indexer.store.vectors import PQ_MIN_VECTORS, VectorIndexSettings
 
 L2 = ImageSpace("l2")
 
@@ -161,6 +161,29 @@ def test_kind_follows_size_rule(tmp_settings: IndexerSettings, tmp_path: Path, f
         assert index.remove([7]) == 1 and len(index) == 9
     with open_index(tmp_settings, FakeImageEncoder(0), index_settings=rule) as reopened:
         assert reopened.stats()["index_type"] == "hnsw" and len(reopened) == 9
+
+
+def test_growth_into_pq_refine_keeps_exact_scores_and_removal(
+    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+) -> None:
+    paths = write_random_images(tmp_path / "in", PQ_MIN_VECTORS + 20, size=(8, 8))
+    # The fake features of random pixels are near-uniform noise, on which 4-bit codes rank poorly: a shortlist as
+    # long as the collection makes the re-ranking exhaustive here (test_vectors.py checks the short one).
+    rule = VectorIndexSettings(flat_max=10, refine_factor=1000)
+    with open_index(tmp_settings, fake_encoder, index_settings=rule) as index:
+        index.add_paths(paths[:10], progress=False)
+        assert index.stats()["index_type"] == "flat"
+        index.add_paths(paths, progress=False)
+        assert index.stats()["index_type"] == "pq-refine" and len(index) == len(paths)
+        query = index.vector(42)
+        assert query is not None
+        best = index.search(query, k=3)[0]
+        assert best[0].id == 42 and best[0].score == pytest.approx(1.0, abs=1e-5)  # re-ranked exactly
+        assert index.remove([42]) == 1
+        assert all(hit.id != 42 for hit in index.search(query, k=5)[0])
+        assert_consistent(index)
+    with open_index(tmp_settings, FakeImageEncoder(0), index_settings=rule) as reopened:
+        assert reopened.stats()["index_type"] == "pq-refine" and len(reopened) == len(paths) - 1
 
 
 def test_other_encoder_or_space_is_a_clear_error(

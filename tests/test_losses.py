@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from training.losses import create_loss, infonce_loss, m3l_loss, patr_loss, vse_loss
+from training.losses.c2c import CaptionCaptionLoss, c2c_loss
 from training.losses.mining import hardest_negative, squared_distances
 
 # Three 2-d texts and their images. Image ids 0, 1, 2 (all distinct).
@@ -116,6 +117,24 @@ def test_infonce_keeps_other_captions_of_the_same_image_out_of_the_softmax() -> 
     tail = np.exp(-1 / 0.05)
     expected = (2 * np.log1p(tail) + np.log1p(2 * tail)) / 3  # the same in both directions
     assert infonce_loss(t, i, ids).item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_c2c_hand_computed() -> None:
+    # Two pairs: captions a0/b0 of image 0 (cosine 1), a1/b1 of image 1 (cosine 0.6); across pairs cosine 0 and 0.8.
+    first = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    second = torch.tensor([[1.0, 0.0], [0.8, 0.6]], dtype=torch.float64)
+    logits = np.array([[1.0, 0.8], [0.0, 0.6]]) / 0.5
+
+    def cross_entropy(rows: np.ndarray) -> float:
+        return float(np.mean([np.log(np.exp(r).sum()) - r[k] for k, r in enumerate(rows)]))
+
+    expected = 0.5 * (cross_entropy(logits) + cross_entropy(logits.T))
+    assert c2c_loss(first, second, temperature=0.5).item() == pytest.approx(expected)
+    # Scale-free (cosines), and perfect pairs far from the others cost almost nothing.
+    assert c2c_loss(3 * first, second, temperature=0.5).item() == pytest.approx(expected)
+    assert c2c_loss(first, first, temperature=0.01).item() < 1e-6
+    with pytest.raises(ValueError, match="temperature"):
+        CaptionCaptionLoss(temperature=0.0)
 
 
 def test_infonce_needs_a_positive_temperature() -> None:

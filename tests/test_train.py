@@ -51,7 +51,8 @@ def test_batches_hold_distinct_images_and_cover_the_epoch() -> None:
     caption_lang = np.array(["en", "en", "de", "en", "fr", "en", "en", "en", "de"])
     batches = DistinctImageBatches(caption_image, caption_lang, batch_size=2, seed=0)
     seen = []
-    for rows, images in batches:
+    for rows, images, partners in batches:
+        assert partners is None
         assert len(set(images.tolist())) == len(images)
         assert (caption_image[rows] == images).all()
         seen += images.tolist()
@@ -64,8 +65,22 @@ def test_sampler_balances_languages() -> None:
     caption_image = np.array([0] * 10 + [1])
     caption_lang = np.array(["en"] * 9 + ["de", "en"])
     batches = DistinctImageBatches(caption_image, caption_lang, batch_size=2, seed=0)
-    picks = [caption_lang[rows[images == 0][0]] for _ in range(400) for rows, images in batches]
+    picks = [caption_lang[rows[images == 0][0]] for _ in range(400) for rows, images, _ in batches]
     assert 0.4 < picks.count("de") / len(picks) < 0.6
+
+
+def test_partners_are_captions_of_the_same_image_in_another_language() -> None:
+    caption_image = np.array([0, 0, 0, 1, 1, 2])
+    caption_lang = np.array(["en", "en", "de", "en", "fr", "en"])
+    batches = DistinctImageBatches(caption_image, caption_lang, batch_size=3, seed=0, partners=True)
+    for _ in range(50):
+        for rows, images, partners in batches:
+            assert partners is not None
+            for row, image, partner in zip(rows, images, partners, strict=True):
+                if image == 2:  # a single language: no partner
+                    assert partner == -1
+                else:
+                    assert caption_image[partner] == image and caption_lang[partner] != caption_lang[row]
 
 
 @pytest.mark.parametrize(("loss", "options"), [("m3l", {"bounded": True}), ("vse", {}), ("patr", {}), ("infonce", {})])
@@ -98,6 +113,41 @@ def test_saved_tower_reloads_with_the_same_metrics_and_a_model_card(tmp_path: Pa
         tmp_path / "data", "train", ["en"], ToyImageEncoder(), ToyTextEncoder(), tmp_path / "cache"
     )
     np.testing.assert_allclose(tower.image_space.mean, train_split.image_features.mean(axis=0), rtol=1e-5)
+
+
+def test_c2c_term_trains_and_ties_the_languages(tmp_path: Path) -> None:
+    plain = train(config(tmp_path, langs=["en", "de"], loss="infonce", out=tmp_path / "plain"))
+    tied = train(config(tmp_path, langs=["en", "de"], loss="infonce", c2c_weight=1.0, out=tmp_path / "tied"))
+    assert plain.dev is not None and tied.dev is not None
+    assert tied.dev.report["languages"]["de"]["t2i"]["r5"] > 0.6
+    assert tied.dev.c2c["de→en"] >= plain.dev.c2c["de→en"] - 0.1  # the c2c term does not hurt alignment
+    recipe = json.loads((tmp_path / "tied" / "config.json").read_text())["training"]["recipe"]
+    assert recipe["c2c_weight"] == 1.0
+
+
+def test_a_tower_trained_through_a_bridge_ships_with_it(tmp_path: Path) -> None:
+    from indexer.bridge import LanguageBridge
+
+    dim = ToyTextEncoder().dim
+    half = dim // 2
+    # A bridge that rewrites the first half of German rows from the second: training must see it applied.
+    weight = np.zeros((dim - half + 1, half), dtype=np.float32)
+    weight[: min(half, dim - half), : min(half, dim - half)] = np.eye(min(half, dim - half))
+    LanguageBridge(weight, (half, dim), (0, half), frozenset({"de"}), ToyTextEncoder().name).save_pretrained(
+        tmp_path / "bridge"
+    )
+    result = train(config(tmp_path, langs=["en", "de"], bridge_from=tmp_path / "bridge", epochs=2))
+    shipped = LanguageBridge.from_pretrained(tmp_path / "tower")
+    assert shipped is not None and shipped.languages == {"de"}
+    assert result.dev is not None and "de" in result.dev.report["languages"]
+    # The dev numbers of the run are those of the tower used as the service uses it: with its bridge.
+    dev = prepare_split(tmp_path / "data", "dev", None, ToyImageEncoder(), ToyTextEncoder(), tmp_path / "cache")
+    assert evaluate_tower(result.tower, dev, bridge=shipped).report == result.dev.report
+    # Retraining into the same folder without a bridge removes the stale one.
+    train(config(tmp_path, langs=["en"], epochs=1))
+    assert LanguageBridge.from_pretrained(tmp_path / "tower") is None
+    with pytest.raises(FileNotFoundError, match="no language bridge"):
+        train(config(tmp_path, bridge_from=tmp_path / "data", epochs=1))
 
 
 def test_image_space_from_reuses_the_mean(tmp_path: Path) -> None:

@@ -7,7 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.store.vectors import VectorIndex, VectorIndexSettings, bytes_per_vector, choose_kind
+from indexer.store.vectors import (
+    PQ_MIN_VECTORS,
+    SearchResult,
+    VectorIndex,
+    VectorIndexSettings,
+    bytes_per_vector,
+    choose_kind,
+    pq_subquantizers,
+)
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -17,6 +25,18 @@ def unit(rows: np.ndarray) -> np.ndarray:
 def clustered(rng: np.random.Generator, n: int, dim: int, centres: np.ndarray) -> np.ndarray:
     # Image features form clusters; uniform noise on a sphere is the (unrealistic) worst case for IVF.
     return unit(centres[rng.integers(0, len(centres), n)] + 0.35 * rng.normal(size=(n, dim)))
+
+
+def clustered_collection(seed: int, n: int, queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(vectors, queries, non-contiguous ids) drawn around 40 shared centres in 64-d."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(40, 64))
+    data = clustered(rng, n, 64, centres)
+    return data, clustered(rng, queries, 64, centres), np.arange(n, dtype=np.int64) * 7 + 3
+
+
+def recall_at(results: list[SearchResult], want: np.ndarray, k: int) -> float:
+    return float(np.mean([len(set(r.ids) & set(want[i].tolist())) / k for i, r in enumerate(results)]))
 
 
 def brute_force(queries: np.ndarray, data: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -46,27 +66,41 @@ def test_k_larger_than_collection_drops_padding() -> None:
     assert VectorIndex.create(8, "flat").search(data[:1], 5)[0].ids == []
 
 
+def test_pq_refine_ranks_by_exact_scores() -> None:
+    """The shortlist comes from 4-bit codes, but every returned score is the exact inner product, and on
+    clustered data the shortlist holds the exhaustive top 10."""
+    data, queries, ids = clustered_collection(5, 3000, 100)
+    index = VectorIndex.build(ids, data, "pq-refine")
+    want_ids, want_scores = brute_force(queries, data, ids, 10)
+    got = index.search(queries, 10)
+    assert recall_at(got, want_ids, 10) >= 0.99
+    for row, result in enumerate(got):
+        exact = {int(i): float(s) for i, s in zip(want_ids[row], want_scores[row], strict=True)}
+        for i, score in zip(result.ids, result.scores, strict=True):
+            if i in exact:
+                assert score == pytest.approx(exact[i], abs=1e-5)
+    (everything,) = index.search(queries[:1], 5000)  # deeper than the collection: all of it, no padding
+    assert len(everything.ids) == len(data) and min(everything.ids) >= 0
+
+
 @pytest.mark.parametrize("kind", ["hnsw", "ivf-sq8"])
 def test_approximate_recall_at_10(kind: str) -> None:
-    rng = np.random.default_rng(2)
-    dim = 64
-    centres = rng.normal(size=(40, dim))
-    data = clustered(rng, 6000, dim, centres)
-    queries = clustered(rng, 200, dim, centres)
-    ids = np.arange(len(data), dtype=np.int64) * 7 + 3
+    data, queries, ids = clustered_collection(2, 6000, 200)
     want, _ = brute_force(queries, data, ids, 10)
     index = VectorIndex.build(ids, data, kind)
-    got = index.search(queries, 10)
-    recall = np.mean([len(set(r.ids) & set(want[i].tolist())) / 10 for i, r in enumerate(got)])
+    recall = recall_at(index.search(queries, 10), want, 10)
     assert recall >= 0.95, f"{kind} recall@10 = {recall:.3f}"
 
 
-@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf-sq8"])
+@pytest.mark.parametrize("kind", ["flat", "pq-refine", "hnsw", "ivf-sq8"])
 def test_remove_reconstruct_and_save_load(kind: str, tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     data = unit(rng.normal(size=(400, 16)))
     ids = np.arange(100, 500, dtype=np.int64)
-    index = VectorIndex.build(ids, data, kind)
+    # pq-refine's codebooks need more training vectors than the 400 stored here.
+    train = unit(rng.normal(size=(PQ_MIN_VECTORS, 16))) if kind in ("pq-refine", "ivf-sq8") else None
+    index = VectorIndex.create(16, kind, train_vectors=train)
+    index.add(ids, data)
     assert index.remove([100, 101, 999]) == 2  # unknown ids are ignored
     assert len(index) == 398 and 100 not in index.ids().tolist()
     assert index.reconstruct(100) is None
@@ -78,6 +112,7 @@ def test_remove_reconstruct_and_save_load(kind: str, tmp_path: Path) -> None:
     loaded = VectorIndex.load(tmp_path / "v.faiss", kind)
     assert sorted(loaded.ids().tolist()) == sorted(index.ids().tolist())
     assert loaded.search(data[200:201], 1)[0].ids == [300]
+    assert loaded.search(data[200:201], 1)[0].scores[0] == pytest.approx(1.0, abs=0.02 if kind == "ivf-sq8" else 1e-5)
     assert not list(tmp_path.glob(".*.tmp"))  # atomic write leaves no temporary behind
     assert (tmp_path / "v.faiss").stat().st_mode & 0o777 == 0o644  # readable by a service running as another user
 
@@ -91,10 +126,16 @@ def test_duplicate_ids_and_wrong_dimension_are_refused() -> None:
 
 
 def test_kind_rule_and_memory_estimates() -> None:
-    settings = VectorIndexSettings(exact_max=10, hnsw_max=100)
-    assert [choose_kind(n, settings) for n in (0, 10, 11, 100, 101)] == ["flat", "flat", "hnsw", "hnsw", "ivf-sq8"]
+    settings = VectorIndexSettings(flat_max=5, exact_max=10, hnsw_max=100)
+    kinds = [choose_kind(n, settings) for n in (0, 5, 6, 10, 11, 100, 101)]
+    assert kinds == ["flat", "flat", "pq-refine", "pq-refine", "hnsw", "hnsw", "ivf-sq8"]
     assert choose_kind(5, VectorIndexSettings(kind="hnsw")) == "hnsw"
+    # Forced pq-refine waits for enough vectors to train its codebooks.
+    assert choose_kind(PQ_MIN_VECTORS - 1, VectorIndexSettings(kind="pq-refine")) == "flat"
+    assert choose_kind(PQ_MIN_VECTORS, VectorIndexSettings(kind="pq-refine")) == "pq-refine"
+    assert [pq_subquantizers(d) for d in (1280, 384, 64, 18, 3)] == [320, 96, 16, 3, 1]
     assert bytes_per_vector("flat", 1280, settings) == 4 * 1280 + 16
+    assert bytes_per_vector("pq-refine", 1280, settings) == 4 * 1280 + 160 + 16
     assert bytes_per_vector("ivf-sq8", 1280, settings) < bytes_per_vector("flat", 1280, settings) / 3
     assert bytes_per_vector("hnsw", 1280, settings) > bytes_per_vector("flat", 1280, settings)
 

@@ -75,7 +75,7 @@ def run_variant(
     step = 0
     batches = DistinctImageBatches(train.caption_image, train.caption_lang, 128, seed=0)
     while step < steps:
-        for caption_rows, image_index in batches:
+        for caption_rows, image_index, _ in batches:
             tower.train()
             output = tower_outputs(space_kind, tower(sentences[caption_rows]))
             value = loss_fn(output, targets[image_index], torch.from_numpy(image_index))

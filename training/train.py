@@ -19,11 +19,13 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from indexer.bridge import LanguageBridge, remove_bridge
 from indexer.encoders import create_image_encoder, create_text_encoder
 from indexer.image_space import ImageSpace
 from indexer.tower import TextTower
 from training.evaluate import Evaluation, evaluate_tower, evaluate_vectors, first_caption_rows
 from training.losses import create_loss
+from training.losses.c2c import CaptionCaptionLoss
 from training.model_card import write_model_card
 from training.prepared import PreparedSplit, prepare_split
 from training.sampler import DistinctImageBatches
@@ -52,6 +54,9 @@ class TrainConfig:
     hidden_dims: list[int] = field(default_factory=lambda: [1024, 2048])
     dropouts: list[float] = field(default_factory=lambda: [0.2, 0.1, 0.0])
     final_relu: bool | None = None  # None: ReLU on raw (non-negative) CNN targets only
+    c2c_weight: float = 0.0  # weight of the caption–caption loss between two languages of an image; 0 = off
+    c2c_temperature: float = 0.05
+    bridge_from: Path | None = None  # a folder with a language bridge: applied to its languages, shipped alongside
     epochs: int = 30
     patience: int = 5
     batch_size: int = 128
@@ -103,6 +108,14 @@ def train(config: TrainConfig) -> TrainResult:
         if config.dev_split
         else None
     )
+    bridge = LanguageBridge.from_pretrained(Path(config.bridge_from)) if config.bridge_from else None
+    if config.bridge_from and bridge is None:
+        raise FileNotFoundError(f"no language bridge (bridge.json) in {config.bridge_from}")
+    if bridge is not None:
+        # Train on what the tower will see at search time: the bridged embedding for the bridge's languages.
+        for prepared in (train_split, dev):
+            if prepared is not None:
+                prepared.text_embeddings = bridge.apply(prepared.text_embeddings, prepared.caption_lang.tolist())
     space = fit_image_space(config.space, train_split.image_features, config.image_space_from)
     targets = torch.from_numpy(image_targets(config.space, space, train_split.image_features))
     sentences = torch.from_numpy(train_split.text_embeddings)
@@ -119,8 +132,11 @@ def train(config: TrainConfig) -> TrainResult:
         languages=config.langs,
     )
     loss_fn = create_loss(config.loss, **config.loss_options)
+    c2c_fn = CaptionCaptionLoss(config.c2c_temperature) if config.c2c_weight > 0 else None
     optimizer = torch.optim.Adam(tower.parameters(), lr=config.lr, betas=(config.beta1, 0.999))
-    batches = DistinctImageBatches(train_split.caption_image, train_split.caption_lang, config.batch_size, config.seed)
+    batches = DistinctImageBatches(
+        train_split.caption_image, train_split.caption_lang, config.batch_size, config.seed, partners=c2c_fn is not None
+    )
     dev_langs = [lang for lang in config.langs if dev is not None and lang in dev.languages]
     dev_rows = first_caption_rows(dev, dev_langs) if dev is not None else np.zeros(0, dtype=np.int64)
     dev_images = space.apply(dev.image_features) if dev is not None else np.zeros((0, 1), dtype=np.float32)
@@ -130,9 +146,10 @@ def train(config: TrainConfig) -> TrainResult:
     for epoch in range(1, config.epochs + 1):
         tower.train()
         losses = []
-        for rows, image_index in tqdm(batches, desc=f"epoch {epoch}/{config.epochs}", unit="batch", leave=False):
-            text = tower_outputs(config.space, tower(sentences[rows]))
-            loss = loss_fn(text, targets[image_index], torch.from_numpy(image_index))
+        for rows, image_index, partners in tqdm(
+            batches, desc=f"epoch {epoch}/{config.epochs}", unit="batch", leave=False
+        ):
+            loss = _batch_loss(config, tower, loss_fn, c2c_fn, sentences, targets, rows, image_index, partners)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -154,13 +171,36 @@ def train(config: TrainConfig) -> TrainResult:
     tower.load_state_dict(best[2])
     tower.eval()
     seconds = time.perf_counter() - started
-    evaluation = evaluate_tower(tower, dev) if dev is not None else None
+    evaluation = evaluate_tower(tower, dev) if dev is not None else None  # dev captions are already bridged
     result = TrainResult(tower, best[1], history, seconds, evaluation, unsupported)
-    save(result, config, space)
+    save(result, config, space, bridge)
     return result
 
 
-def save(result: TrainResult, config: TrainConfig, space: ImageSpace) -> None:
+def _batch_loss(
+    config: TrainConfig,
+    tower: TextTower,
+    loss_fn: torch.nn.Module,
+    c2c_fn: CaptionCaptionLoss | None,
+    sentences: torch.Tensor,
+    targets: torch.Tensor,
+    rows: np.ndarray,
+    image_index: np.ndarray,
+    partners: np.ndarray | None,
+) -> torch.Tensor:
+    """The text–image loss of a batch; with partners, their captions join it and the c2c term ties each pair."""
+    if c2c_fn is None or partners is None or not (partners >= 0).any():
+        text = tower_outputs(config.space, tower(sentences[rows]))
+        return loss_fn(text, targets[image_index], torch.from_numpy(image_index))
+    paired = np.flatnonzero(partners >= 0)
+    all_rows = np.concatenate([rows, partners[paired]])
+    all_images = np.concatenate([image_index, image_index[paired]])
+    text = tower_outputs(config.space, tower(sentences[all_rows]))
+    loss = loss_fn(text, targets[all_images], torch.from_numpy(all_images))
+    return loss + config.c2c_weight * c2c_fn(text[paired], text[len(rows) :])
+
+
+def save(result: TrainResult, config: TrainConfig, space: ImageSpace, bridge: LanguageBridge | None = None) -> None:
     recipe = {key: (str(value) if isinstance(value, Path) else value) for key, value in asdict(config).items()}
     for private in ("cache_dir", "models_dir", "out", "command"):
         recipe.pop(private, None)
@@ -176,6 +216,10 @@ def save(result: TrainResult, config: TrainConfig, space: ImageSpace) -> None:
         training["dev"] = result.dev.report
         training["dev_c2c"] = result.dev.c2c
     result.tower.save_pretrained(config.out, extra={"training": training})
+    if bridge is not None:  # the tower learnt on bridged captions: it ships with its bridge
+        bridge.save_pretrained(Path(config.out))
+    else:  # a bridge left from an earlier tower in this folder does not belong to this one
+        remove_bridge(Path(config.out))
     write_model_card(config.out, result.tower, training, result.unsupported_langs)
 
 

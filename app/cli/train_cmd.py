@@ -114,6 +114,19 @@ def register(cli: typer.Typer) -> None:
         eta: float | None = typer.Option(None, help="PATR margin η on squared distances (default 2)."),
         margin: float | None = typer.Option(None, help="VSE hinge margin (default 0.2)."),
         temperature: float | None = typer.Option(None, help="InfoNCE temperature τ (default 0.05)."),
+        c2c_weight: float = typer.Option(
+            0.0,
+            min=0.0,
+            max=100.0,
+            help="Weight of the caption–caption loss between two captions of an image in different languages "
+            "(Kádár et al.'s c2c); 0 = off.",
+        ),
+        c2c_temperature: float = typer.Option(0.05, min=1e-4, max=10.0, help="Temperature of the c2c loss."),
+        bridge_from: Path | None = typer.Option(
+            None,
+            help="A folder with a language bridge (`polyglot bridge`): train on bridged captions of its languages "
+            "and ship the bridge with the tower.",
+        ),
         hidden_dims: str = typer.Option("1024,2048", help="Hidden widths of the tower, comma-separated."),
         dropouts: str = typer.Option("0.2,0.1,0.0", help="Dropout per block (hidden blocks + last)."),
         threads: int | None = typer.Option(None, min=1, help="torch threads (default: settings torch_threads)."),
@@ -175,6 +188,9 @@ def register(cli: typer.Typer) -> None:
                 lr=lr,
                 beta1=beta1,
                 seed=seed,
+                c2c_weight=c2c_weight,
+                c2c_temperature=c2c_temperature,
+                bridge_from=bridge_from,
                 command=command_line(ctx),
             )
             if space not in SPACES:

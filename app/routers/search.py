@@ -11,7 +11,6 @@ from app.deps import EngineDep
 from app.engine import Engine
 from app.language_names import language_names
 from app.routers.common import image_url, record_or_404, thumbnail_url, upload_vector
-from app.schemas.images import ImageMetadata
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
 from indexer.collection import Hit
 
@@ -70,18 +69,18 @@ def _page(
         kept = [h for h in hits if h.score >= min_score]
         more = more and len(kept) == len(hits)
         hits = kept
-    records = engine.records([h.id for h in hits])
+    metadata = engine.metadata([h.id for h in hits])
     results = [
         SearchResult(
             id=h.id,
-            score=float(np.clip(h.score, -1.0, 1.0)),
+            score=min(1.0, max(-1.0, h.score)),  # float rounding can step just outside [-1, 1]
             rank=offset + position + 1,
             thumbnail_url=thumbnail_url(h.id),
             image_url=image_url(h.id),
-            metadata=ImageMetadata.from_record(records[h.id]),
+            metadata=metadata[h.id],
         )
         for position, h in enumerate(hits)
-        if h.id in records  # removed between the FAISS search and the SQL read: skip, never 500
+        if h.id in metadata  # removed between the FAISS search and the SQL read: skip, never 500
     ]
     next_offset = offset + k if more and offset + k <= MAX_OFFSET else None
     return results, next_offset, len(engine.images)  # len takes the index's read lock: not on the event loop
@@ -118,8 +117,9 @@ async def search_text(
         language = await engine.run(_language, engine, query, lang)  # langdetect is slow pure Python
     else:
         language = _language(engine, query, lang)  # a set lookup: no thread hop
-    ranked, text_encoder = await engine.search_text(query, language.used, offset + k)
-    results, next_offset, total = await engine.run(_page, engine, ranked, k, offset, min_score)
+    (results, next_offset, total), text_encoder = await engine.search_text(
+        query, language.used, offset + k, lambda ranked: _page(engine, ranked, k, offset, min_score)
+    )
     return SearchResponse(
         query=query,
         language=language,
@@ -161,8 +161,9 @@ async def search_image(
         assert file is not None
         _, vector = await upload_vector(engine, file)
     depth = offset + k + (1 if image_id is not None else 0)
-    ranked = await engine.run(_image_hits, engine, np.asarray(vector), depth)
-    results, next_offset, total = await engine.run(_page, engine, ranked, k, offset, min_score, image_id)
+    results, next_offset, total = await engine.run(
+        lambda: _page(engine, _image_hits(engine, np.asarray(vector), depth), k, offset, min_score, image_id)
+    )
     return SearchResponse(
         query_image_id=image_id,
         k=k,

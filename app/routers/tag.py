@@ -49,7 +49,7 @@ def load_tagger_component(engine: Engine) -> None:
     )
 
 
-def get_tagger(engine: EngineDep) -> Tagger:
+async def get_tagger(engine: EngineDep) -> Tagger:
     tagger: Tagger | None = engine.components.get("tagger")
     if tagger is None:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the tagger is not loaded in this service")

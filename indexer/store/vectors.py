@@ -2,23 +2,33 @@
 
 Index kind rule (``POLYGLOT_INDEX_KIND=auto``, thresholds in :class:`VectorIndexSettings`):
 
-============================  ===========  ==========================================  ==========================
-collection size n             kind         FAISS                                       memory per image (d dims)
-============================  ===========  ==========================================  ==========================
-n <= 50,000 (exact_max)       ``flat``     ``IndexIDMap2(IndexFlatIP)``: exact          4·d + 16 B (1280-d: 5.1 KB)
-50,000 < n <= 500,000         ``hnsw``     ``IndexIDMap2(IndexHNSWFlat(d, M=32, IP))``  4·d + 8·M·~1.03 + 16 B
-                                                                                       (1280-d: ~5.4 KB)
-n > 500,000 (hnsw_max)        ``ivf-sq8``  ``IndexIDMap2(IndexIVFScalarQuantizer)``,    d + 8 + 16 B
-                                           8-bit, nlist = 4·√n, nprobe = nlist/8      (1280-d: ~1.3 KB)
-============================  ===========  ==========================================  ==========================
+============================  =============  ==========================================  ========================
+collection size n             kind           FAISS                                       memory per image (d dims)
+============================  =============  ==========================================  ========================
+n <= 2,000 (flat_max)         ``flat``       ``IndexIDMap2(IndexFlatIP)``: exact          4·d + 16 B (1280-d: 5.1 KB)
+2,000 < n <= 50,000           ``pq-refine``  ``IndexIDMap2(IndexRefineFlat(              4·d + d/8 + 16 B
+(exact_max)                                  IndexPQFastScan(d, d/4, 4 bits)))``         (1280-d: ~5.3 KB)
+50,000 < n <= 500,000         ``hnsw``       ``IndexIDMap2(IndexHNSWFlat(d, M=32, IP))``  4·d + 8·M·~1.03 + 16 B
+                                                                                         (1280-d: ~5.4 KB)
+n > 500,000 (hnsw_max)        ``ivf-sq8``    ``IndexIDMap2(IndexIVFScalarQuantizer)``,    d + 8 + 16 B
+                                             8-bit, nlist = 4·√n, nprobe = nlist/8      (1280-d: ~1.3 KB)
+============================  =============  ==========================================  ========================
 
 The 16 B per image are the id map (id list + reverse hash map of ``IndexIDMap2``, which lets us
-reconstruct a stored vector by id). Exact search costs n·d multiply-adds per query (~5 ms for 50k x 1280 on
-two cores), which is why it is used up to 50k images; beyond that HNSW keeps ~1 ms queries with recall > 0.95,
-and IVF-SQ8 cuts memory 4x for collections that no longer fit in RAM as float32.
+reconstruct a stored vector by id).
 
-HNSW cannot delete in place: removing ids from an HNSW index rebuilds the graph from the kept vectors (exact,
-since ``IndexHNSWFlat`` stores them uncompressed). Files are written atomically (serialize, tmp, fsync, rename).
+``flat`` reads every stored vector for each query: 36 MB at 7,000 x 1,280 floats, more than this machine's
+last-level cache, so it also evicts the text encoder's and the tower's weights between queries. ``pq-refine``
+ranks every image on 4-bit product-quantized codes (d/8 bytes each, scanned with SIMD in registers), keeps the
+best ``refine_factor``·k and re-ranks those by exact inner products with the stored float32 vectors: the scores
+are the exact cosines, and on the 7,000-photo collection its top 20 and top 100 were the exhaustive ones for all
+of 800 real caption queries (``benchmarks/index_kinds.md``), at a sixth of the search time. Beyond 50k images
+HNSW keeps ~1 ms queries with recall > 0.95, and IVF-SQ8 cuts memory 4x for collections that no longer fit in
+RAM as float32.
+
+HNSW and ``pq-refine`` cannot delete in place: removing ids rebuilds from the kept vectors (exact, since both
+store them uncompressed; ``pq-refine`` keeps its trained codebooks). Files are written atomically (serialize,
+tmp, fsync, rename).
 """
 
 from __future__ import annotations
@@ -36,7 +46,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from indexer.atomic import atomic_write_bytes
 
-KINDS: tuple[str, ...] = ("flat", "hnsw", "ivf-sq8")
+KINDS: tuple[str, ...] = ("flat", "pq-refine", "hnsw", "ivf-sq8")
+# 4-bit codebooks have 16 centroids per sub-quantizer; FAISS's k-means wants >= 39 training points per centroid.
+PQ_MIN_VECTORS = 39 * 16
 
 
 class VectorIndexSettings(BaseSettings):
@@ -44,10 +56,16 @@ class VectorIndexSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="POLYGLOT_INDEX_", env_file=".env", extra="ignore")
 
-    kind: Literal["auto", "flat", "hnsw", "ivf-sq8"] = Field(
+    kind: Literal["auto", "flat", "pq-refine", "hnsw", "ivf-sq8"] = Field(
         default="auto", description="auto applies the size rule; anything else forces that kind."
     )
-    exact_max: int = Field(default=50_000, ge=0, description="Largest collection searched exactly (flat).")
+    flat_max: int = Field(default=2_000, ge=0, description="Largest collection scanned in full (flat).")
+    exact_max: int = Field(
+        default=50_000, ge=0, description="Largest collection ranked by exact re-ranking (pq-refine); HNSW above."
+    )
+    refine_factor: int = Field(
+        default=10, ge=1, le=1000, description="pq-refine: candidates re-ranked exactly per result (k_factor)."
+    )
     hnsw_max: int = Field(default=500_000, ge=0, description="Largest collection kept in HNSW; IVF-SQ8 above.")
     hnsw_m: int = Field(default=32, ge=4, le=128, description="HNSW graph degree M.")
     hnsw_ef_construction: int = Field(default=200, ge=8, le=2048)
@@ -59,9 +77,12 @@ class VectorIndexSettings(BaseSettings):
 def choose_kind(count: int, settings: VectorIndexSettings) -> str:
     """The index kind for a collection of ``count`` images (see the module docstring)."""
     if settings.kind != "auto":
-        return settings.kind
-    if count <= settings.exact_max:
+        # Codebooks cannot be trained on a handful of vectors: such a collection is scanned in full meanwhile.
+        return "flat" if settings.kind == "pq-refine" and count < PQ_MIN_VECTORS else settings.kind
+    if count <= min(settings.flat_max, settings.exact_max):
         return "flat"
+    if count <= settings.exact_max:
+        return "pq-refine"
     if count <= settings.hnsw_max:
         return "hnsw"
     return "ivf-sq8"
@@ -72,12 +93,19 @@ def bytes_per_vector(kind: str, dim: int, settings: VectorIndexSettings) -> floa
     id_map = 16.0
     if kind == "flat":
         return 4 * dim + id_map
+    if kind == "pq-refine":
+        return 4 * dim + pq_subquantizers(dim) / 2 + id_map
     if kind == "hnsw":
         # level 0 keeps 2·M neighbours (int32); upper levels add ~1/M of that on average.
         return 4 * dim + 4 * 2 * settings.hnsw_m * (1 + 1 / settings.hnsw_m) + id_map
     if kind == "ivf-sq8":
         return dim + 8 + id_map
     raise ValueError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+def pq_subquantizers(dim: int) -> int:
+    """Sub-quantizers of the pq-refine codes: the most that divide ``dim`` with >= 4 dimensions each."""
+    return max(m for m in range(1, max(1, dim // 4) + 1) if dim % m == 0)
 
 
 @dataclass(frozen=True)
@@ -115,13 +143,22 @@ class VectorIndex:
         settings: VectorIndexSettings | None = None,
         train_vectors: np.ndarray | None = None,
     ) -> VectorIndex:
-        """An empty index; IVF kinds are trained on ``train_vectors`` (needed, at least one per list)."""
+        """An empty index; ``pq-refine`` and ``ivf-sq8`` are trained on ``train_vectors`` (needed)."""
         settings = settings or VectorIndexSettings()
         if kind not in KINDS:
             raise ValueError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
         inner: Any
         if kind == "flat":
             inner = faiss.IndexFlatIP(dim)
+        elif kind == "pq-refine":
+            if train_vectors is None or len(train_vectors) < PQ_MIN_VECTORS:
+                raise ValueError(f"index kind {kind} needs at least {PQ_MIN_VECTORS} training vectors")
+            # The factory owns its sub-indexes (a hand-built IndexRefineFlat would not keep its base alive).
+            index = faiss.index_factory(
+                dim, f"IDMap2,PQ{pq_subquantizers(dim)}x4fs,RFlat", faiss.METRIC_INNER_PRODUCT
+            )
+            index.train(_as_matrix(train_vectors, dim))
+            return cls(index, kind, settings)
         elif kind == "hnsw":
             inner = faiss.IndexHNSWFlat(dim, settings.hnsw_m, faiss.METRIC_INNER_PRODUCT)
             inner.hnsw.efConstruction = settings.hnsw_ef_construction
@@ -158,7 +195,8 @@ class VectorIndex:
         """A new index of ``kind`` holding ``vectors`` under ``ids``."""
         settings = settings or VectorIndexSettings()
         matrix = np.ascontiguousarray(vectors, dtype=np.float32)
-        index = cls.create(matrix.shape[1], kind, settings, train_vectors=matrix if kind.startswith("ivf") else None)
+        trained = kind in ("pq-refine", "ivf-sq8")
+        index = cls.create(matrix.shape[1], kind, settings, train_vectors=matrix if trained else None)
         index.add(ids, matrix)
         return index
 
@@ -171,6 +209,8 @@ class VectorIndex:
         inner = self._inner()
         if isinstance(inner, faiss.IndexHNSW):
             inner.hnsw.efSearch = self.settings.hnsw_ef_search
+        elif isinstance(inner, faiss.IndexRefine):
+            inner.k_factor = float(self.settings.refine_factor)
         elif isinstance(inner, faiss.IndexIVF):
             inner.nprobe = self.settings.ivf_nprobe or max(1, inner.nlist // 8)
 
@@ -214,9 +254,17 @@ class VectorIndex:
             return 0
         if self.kind == "hnsw":
             keep = present[~np.isin(present, doomed)]
+            self.index = VectorIndex.build(keep, self.reconstruct_many(keep), "hnsw", self.settings).index
+            self._configure_search()
+            return len(doomed)
+        if self.kind == "pq-refine":
+            keep = present[~np.isin(present, doomed)]
             vectors = self.reconstruct_many(keep)
-            rebuilt = VectorIndex.build(keep, vectors, "hnsw", self.settings)
-            self.index = rebuilt.index
+            inner = faiss.clone_index(self._inner())  # the trained codebooks stay; no re-training
+            inner.reset()
+            rebuilt = faiss.IndexIDMap2(inner)
+            rebuilt.add_with_ids(vectors, keep)
+            self.index = rebuilt
             self._configure_search()
             return len(doomed)
         # IDSelectorArray: the only selector a hash-table direct map (IVF) accepts; fine for IDMap2 too.
