@@ -73,6 +73,16 @@ def test_report_schema_and_average() -> None:
     # de of image 2 scores 0 with both en captions (a miss); image 0 is found both ways.
     assert evaluation.c2c == {"de→en": pytest.approx(0.5), "en→de": pytest.approx(0.5)}
     assert first_caption_rows(split, ["en"]).tolist() == [0, 1, 4]
+    assert evaluation.by_source == {}  # no sources known
+
+
+def test_recalls_by_source_split_each_language() -> None:
+    split = split_of(3, ["en", "en", "de", "de", "en"], [0, 1, 0, 2, 2])
+    split.caption_source = np.array(["task1", "task2", "task1", "task2", "task2"])
+    texts = EYE3[[0, 1, 0, 1, 2]]  # the de task-2 caption of image 2 points at image 1
+    by_source = evaluate_vectors(EYE3, texts, split).by_source
+    assert by_source["de"]["task1"] == {"t2i": {"r1": 1.0, "r5": 1.0, "r10": 1.0}, "queries": 1}
+    assert by_source["de"]["task2"]["t2i"]["r1"] == 0.0 and by_source["en"]["task2"]["queries"] == 2
 
 
 def test_label_bridge_beats_chance_on_toy_data(tmp_path: Path) -> None:

@@ -143,6 +143,9 @@ def test_a_tower_trained_through_a_bridge_ships_with_it(tmp_path: Path) -> None:
     # The dev numbers of the run are those of the tower used as the service uses it: with its bridge.
     dev = prepare_split(tmp_path / "data", "dev", None, ToyImageEncoder(), ToyTextEncoder(), tmp_path / "cache")
     assert evaluate_tower(result.tower, dev, bridge=shipped).report == result.dev.report
+    foreign = LanguageBridge(shipped.weight, shipped.source, shipped.target, shipped.languages, "other-encoder")
+    with pytest.raises(ValueError, match="bridge is for text encoder 'other-encoder'"):
+        evaluate_tower(result.tower, dev, bridge=foreign)
     # Retraining into the same folder without a bridge removes the stale one.
     train(config(tmp_path, langs=["en"], epochs=1))
     assert LanguageBridge.from_pretrained(tmp_path / "tower") is None

@@ -43,10 +43,16 @@ def test_train_then_evaluate(toy: Path, tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0, output
     assert (tower / "model.safetensors").exists() and "polyglot train --data" in (tower / "README.md").read_text()
-    code, output = invoke("evaluate", "--data", toy, "--split", "dev", "--tower", tower, "--json", tmp_path / "r.json")
+    code, output = invoke(
+        "evaluate", "--data", toy, "--split", "dev", "--tower", tower, "--json", tmp_path / "r.json",
+        "--by-source", tmp_path / "s.json",
+    )  # fmt: skip
     assert code == 0, output
-    assert "pool 15 images" in output
+    assert "pool 15 images" in output and "by caption source" in output
+    by_source = json.loads((tmp_path / "s.json").read_text())
+    assert set(by_source) == {"de", "en", "fr"} and set(by_source["en"]) == {"synthetic"}
     report = json.loads((tmp_path / "r.json").read_text())
+    assert by_source["en"]["synthetic"]["t2i"] == report["languages"]["en"]["t2i"]  # one source: the same recalls
     assert report["pool_images"] == 15 and set(report["languages"]) == {"de", "en", "fr"}
     saved = json.loads((tower / "config.json").read_text())["training"]["dev"]
     assert report == saved

@@ -19,7 +19,7 @@ from indexer.embedders import mix_towers
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.tower import TextTower
 from training.features import text_embeddings
-from training.metrics import c2c_recall_at_1, language_recalls, recall_sum
+from training.metrics import KS, c2c_recall_at_1, language_recalls, recall_sum, t2i_ranks
 from training.prepared import PreparedSplit
 
 
@@ -27,6 +27,7 @@ from training.prepared import PreparedSplit
 class Evaluation:
     report: dict[str, Any]  # the JSON: {"pool_images", "languages": {...}, "A"}
     c2c: dict[str, float] = field(default_factory=dict)  # "en→de": R@1
+    by_source: dict[str, dict[str, Any]] = field(default_factory=dict)  # lang → source → {"t2i", "queries"}
 
     @property
     def rsum(self) -> float:
@@ -53,7 +54,31 @@ def evaluate_vectors(
         "languages": languages,
         "A": float(np.mean([block["mR"] for block in languages.values()])) if languages else 0.0,
     }
-    return Evaluation(report, caption_to_caption(texts, split, list(languages)) if with_c2c else {})
+    if not with_c2c:  # the quick per-epoch check of training: recalls only
+        return Evaluation(report)
+    return Evaluation(
+        report, caption_to_caption(texts, split, list(languages)), recalls_by_source(images, texts, split, rows)
+    )
+
+
+def recalls_by_source(
+    images: np.ndarray, texts: np.ndarray, split: PreparedSplit, rows: np.ndarray | None = None
+) -> dict[str, dict[str, Any]]:
+    """Text→image recalls per language and caption source (e.g. Multi30K task-1 translations vs independently
+    written task-2 captions): separates what the language costs from what the kind of caption costs."""
+    if split.caption_source is None:
+        return {}
+    table: dict[str, dict[str, Any]] = {}
+    evaluated = np.zeros(len(split.caption_lang), dtype=bool)
+    evaluated[np.arange(len(texts)) if rows is None else rows] = True
+    for lang in split.languages:
+        in_lang = evaluated & (split.caption_lang == lang)
+        for source in sorted(set(split.caption_source[in_lang].tolist())):
+            chosen = np.flatnonzero(in_lang & (split.caption_source == source))
+            ranks = t2i_ranks(texts[chosen], split.caption_image[chosen], images)
+            t2i = {f"r{k}": float(np.mean(ranks < k)) for k in KS}
+            table.setdefault(lang, {})[source or "unknown"] = {"t2i": t2i, "queries": len(chosen)}
+    return table
 
 
 def first_caption_rows(split: PreparedSplit, langs: Sequence[str] | None = None) -> np.ndarray:
@@ -87,6 +112,11 @@ def _tower_texts(tower: TextTower, split: PreparedSplit, bridge: LanguageBridge 
     """The split's captions through the (bridged) tower, as at search time."""
     sentences = split.text_embeddings
     if bridge is not None:
+        if bridge.text_encoder != tower.text_encoder:
+            raise ValueError(
+                f"the language bridge is for text encoder {bridge.text_encoder!r}, but the tower was trained on "
+                f"{tower.text_encoder!r}: remove its bridge.json or use --no-bridge"
+            )
         sentences = bridge.apply(sentences, split.caption_lang.tolist())
     return tower.embed(sentences)
 

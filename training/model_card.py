@@ -51,6 +51,17 @@ def write_model_card(folder: Path, tower: TextTower, training: dict[str, Any], u
         f"- best epoch {training['best_epoch']} of {len(training['history'])} (early stopping on the "
         f"`{recipe['dev_split']}` sum of recalls, patience {recipe['patience']}); {training['seconds']:.0f} s wall-clock",
     ]
+    if recipe.get("c2c_weight"):
+        lines.append(
+            f"- plus the caption–caption loss (Kádár et al.'s c2c) between two captions of each image in different "
+            f"languages, weight {recipe['c2c_weight']}, τ {recipe.get('c2c_temperature', 0.05)}"
+        )
+    if recipe.get("bridge_from"):
+        lines.append(
+            f"- trained on bridged captions: the language bridge of `{recipe['bridge_from']}` (shipped in this "
+            "folder as bridge.json + bridge.safetensors) rewrites its languages' embeddings, as at search time; "
+            "the dev numbers below are with it"
+        )
     if unsupported:
         lines.append(f"- note: `{config['text_encoder']}` does not declare {', '.join(unsupported)}")
     if training.get("command"):

@@ -26,6 +26,7 @@ class PreparedSplit:
     caption_lang: np.ndarray  # (n_captions,) language code per caption
     caption_text: list[str]
     text_embeddings: np.ndarray  # (n_captions, text_dim) unit sentence embeddings
+    caption_source: np.ndarray | None = None  # (n_captions,) the ``source`` field of each caption, when known
 
     @property
     def languages(self) -> list[str]:
@@ -99,4 +100,5 @@ def prepare_split(
         caption_lang=np.array([caption.lang for caption in captions]),
         caption_text=texts,
         text_embeddings=embeddings,
+        caption_source=np.array([caption.source for caption in captions]),
     )

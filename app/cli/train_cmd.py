@@ -58,6 +58,15 @@ def print_evaluation(title: str, evaluation: Evaluation) -> None:
         Console().print("caption→caption R@1: " + ", ".join(f"{k} {v:.3f}" for k, v in evaluation.c2c.items()))
 
 
+def print_by_source(evaluation: Evaluation) -> None:
+    table = Table("lang", "source", "queries", "t2i R@1", "R@5", "R@10", title="text→image by caption source")
+    for lang, sources in evaluation.by_source.items():
+        for source, block in sources.items():
+            t2i = block["t2i"]
+            table.add_row(lang, source, str(block["queries"]), *(f"{t2i[k]:.3f}" for k in ("r1", "r5", "r10")))
+    Console().print(table)
+
+
 def command_line(ctx: typer.Context) -> str:
     """The command as the user gave it (options not left at their defaults), for the model card."""
     parts = ["polyglot", ctx.info_name or "train"]
@@ -217,6 +226,11 @@ def register(cli: typer.Typer) -> None:
         json_out: Path | None = typer.Option(None, "--json", help="Write the recalls here as JSON."),
         c2c_json: Path | None = typer.Option(None, help="Write the caption→caption R@1 table here as JSON."),
         no_bridge: bool = typer.Option(False, help="Leave the tower's language bridge out (to measure it)."),
+        by_source: Path | None = typer.Option(
+            None,
+            help="Also text→image recalls per language and caption source (translations vs independent "
+            "captions): printed, and written here as JSON.",
+        ),
         ensemble_with: Path | None = typer.Option(
             None,
             help="A second tower in the same image space: average both towers' scores (as the service's "
@@ -275,3 +289,6 @@ def register(cli: typer.Typer) -> None:
             atomic_write_json(json_out, evaluation.report)
         if c2c_json:
             atomic_write_json(c2c_json, evaluation.c2c)
+        if by_source:
+            print_by_source(evaluation)
+            atomic_write_json(by_source, evaluation.by_source)
