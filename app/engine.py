@@ -32,6 +32,7 @@ import anyio.to_thread
 import numpy as np
 from PIL import Image
 from sqlalchemy import select
+from threadpoolctl import threadpool_limits
 
 from app.batcher import Batcher
 from app.schemas.images import ImageMetadata
@@ -267,6 +268,10 @@ def load_engine(settings: ServiceSettings) -> Engine:
 
     torch.set_num_threads(settings.torch_threads or settings.inference_threads)
     faiss.omp_set_num_threads(settings.inference_threads)
+    # numpy's OpenBLAS (the towers' matrix products) keeps one process-wide pool whose idle threads spin: with
+    # its default of one thread per core, a search batch left the other core busy-waiting (measured: the
+    # server's CPU time per request doubled under load).
+    threadpool_limits(settings.inference_threads, user_api="blas")
     # Use BLAS (cache-blocked matrix products) from 2 queries up: a micro-batch then reads the vectors once.
     faiss.cvar.distance_compute_blas_threshold = 2
     seconds: dict[str, float] = {}

@@ -24,6 +24,7 @@ import numpy as np
 from safetensors.numpy import load, save
 
 from indexer.atomic import atomic_write_bytes, atomic_write_json
+from indexer.unit import unit_rows
 
 CONFIG_NAME = "bridge.json"
 WEIGHTS_NAME = "bridge.safetensors"
@@ -34,11 +35,6 @@ def fit_ridge(inputs: np.ndarray, targets: np.ndarray, ridge: float) -> np.ndarr
     x = np.hstack([inputs, np.ones((len(inputs), 1), dtype=inputs.dtype)]).astype(np.float64)
     gram = x.T @ x + ridge * np.eye(x.shape[1])
     return np.linalg.solve(gram, x.T @ targets.astype(np.float64)).astype(np.float32)
-
-
-def unit_rows(rows: np.ndarray) -> np.ndarray:
-    """Each row scaled to unit length (zero rows stay zero)."""
-    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
 
 @dataclass

@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from indexer.bridge import LanguageBridge, unit_rows
+from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.factory import create_image_encoder, create_text_encoder
 from indexer.image_space import ImageSpace
 from indexer.tower import TextTower
+from indexer.unit import unit_rows
 
 SHIPPED_TOWER = Path(__file__).parent / "assets" / "tower"
 

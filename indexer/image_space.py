@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from indexer.unit import unit_rows
+
 
 @dataclass(frozen=True)
 class ImageSpace:
@@ -41,8 +43,7 @@ class ImageSpace:
         x = np.atleast_2d(np.asarray(features, dtype=np.float32))
         if self.mean is not None:
             x = x - self.mean[None, :]
-        norms = np.linalg.norm(x, axis=1, keepdims=True)
-        return np.ascontiguousarray(x / np.maximum(norms, 1e-12), dtype=np.float32)
+        return np.ascontiguousarray(unit_rows(x), dtype=np.float32)
 
     def to_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"kind": self.kind}

@@ -24,6 +24,7 @@ from torch import nn
 
 from indexer.atomic import atomic_open, atomic_write_json
 from indexer.image_space import ImageSpace
+from indexer.unit import unit_rows
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -89,12 +90,25 @@ class TextTower(nn.Module):
     def forward(self, sentence_embeddings: torch.Tensor) -> torch.Tensor:
         return self.mlp(sentence_embeddings)
 
-    @torch.inference_mode()
     def embed(self, sentence_embeddings: np.ndarray) -> np.ndarray:
-        """Sentence embeddings (n, input_dim) → unit vectors in the index space (n, output_dim), float32."""
-        self.eval()
-        out = self.forward(torch.from_numpy(np.ascontiguousarray(sentence_embeddings, dtype=np.float32)))
-        return F.normalize(out, dim=-1).numpy()
+        """Sentence embeddings (n, input_dim) → unit vectors in the index space (n, output_dim), float32.
+
+        The same layers as :meth:`forward` in eval mode (dropout off), in numpy over views of the live weights:
+        for the few rows of a search batch the cost is reading the weights, and numpy's BLAS call reads them
+        back into the cache in half the time of torch's (measured: 0.65 vs 1.21 ms for 4 queries through the
+        mUSE tower with a cold cache; equal when warm).
+        """
+        x = np.ascontiguousarray(sentence_embeddings, dtype=np.float32)
+        for layer in self.mlp:
+            if isinstance(layer, nn.Linear):
+                x = x @ layer.weight.detach().numpy().T + layer.bias.detach().numpy()
+            elif isinstance(layer, nn.ReLU):
+                x = np.maximum(x, 0.0)
+            elif isinstance(layer, L2Norm):
+                x = unit_rows(x)
+            elif not isinstance(layer, nn.Dropout):  # dropout is the identity at inference
+                raise TypeError(f"no numpy inference for layer {type(layer).__name__}")
+        return unit_rows(x).astype(np.float32, copy=False)
 
     def save_pretrained(self, folder: Path, extra: dict[str, Any] | None = None) -> None:
         folder = Path(folder)

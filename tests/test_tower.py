@@ -24,6 +24,20 @@ def test_blocks_follow_the_paper() -> None:
     assert not isinstance(no_relu.mlp[-1], nn.ReLU)
 
 
+@pytest.mark.parametrize("final_relu", [True, False])
+def test_numpy_inference_matches_the_torch_forward(final_relu: bool) -> None:
+    torch.manual_seed(1)
+    tower = TextTower(input_dim=8, output_dim=6, hidden_dims=[16, 32], dropouts=[0.5, 0.5, 0.0], final_relu=final_relu)
+    x = np.random.default_rng(2).normal(size=(5, 8)).astype(np.float32)
+    with torch.no_grad():
+        reference = nn.functional.normalize(tower.eval()(torch.from_numpy(x)), dim=-1).numpy()
+    tower.train()  # embed is inference whatever the module's mode: no dropout
+    embedded = tower.embed(x)
+    assert embedded.dtype == np.float32 and embedded.shape == (5, 6)
+    np.testing.assert_allclose(embedded, reference, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(embedded, axis=1), 1.0, atol=1e-6)
+
+
 def test_dropouts_must_match_blocks() -> None:
     with pytest.raises(ValueError, match="one dropout per block"):
         TextTower(input_dim=4, output_dim=4, hidden_dims=[8], dropouts=[0.1])

@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from indexer.bridge import LanguageBridge, fit_ridge, part_columns, unit_rows
+from indexer.bridge import LanguageBridge, fit_ridge, part_columns
 from indexer.encoders.base import TextEncoder
 from indexer.encoders.hybrid import HybridTextEncoder
 from indexer.sentence_cache import cached_sentences
+from indexer.unit import unit_rows
 from training.data import CaptionDataset
 
 

@@ -154,9 +154,7 @@ class VectorIndex:
             if train_vectors is None or len(train_vectors) < PQ_MIN_VECTORS:
                 raise ValueError(f"index kind {kind} needs at least {PQ_MIN_VECTORS} training vectors")
             # The factory owns its sub-indexes (a hand-built IndexRefineFlat would not keep its base alive).
-            index = faiss.index_factory(
-                dim, f"IDMap2,PQ{pq_subquantizers(dim)}x4fs,RFlat", faiss.METRIC_INNER_PRODUCT
-            )
+            index = faiss.index_factory(dim, f"IDMap2,PQ{pq_subquantizers(dim)}x4fs,RFlat", faiss.METRIC_INNER_PRODUCT)
             index.train(_as_matrix(train_vectors, dim))
             return cls(index, kind, settings)
         elif kind == "hnsw":
