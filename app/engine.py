@@ -14,6 +14,9 @@ encoder (the shipped mUSE tower: ~0.6 ms) maps into the same image space, so bot
 ``/search`` queries in a language its encoder declares take it alone (``fast``) or, with
 POLYGLOT_FAST_TOWER_USE=ensemble, both towers with their scores averaged (``both``). Every other language, and
 queries whose language is unknown, take ``main``. Captions and tags always use ``main``.
+
+With POLYGLOT_LEXICONS_DIR set, a query in a language that has a bilingual dictionary there is also scored by
+its word-by-word English gloss, on the same route (cross-lingual consistency: :func:`indexer.embedders.with_glosses`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from app.schemas.images import ImageMetadata
 from app.settings import ServiceSettings
 from indexer.captions import CaptionIndex
 from indexer.collection import Hit, ImageIndex
-from indexer.embedders import TextEmbedder, mix_towers
+from indexer.embedders import TextEmbedder, mix_towers, with_glosses
+from indexer.lexicon import LexiconTranslator
 from indexer.store.metadata import ImageRecord, ImageRow
 
 log = logging.getLogger("app.engine")
@@ -84,6 +88,7 @@ class Engine:
     query_cache: QueryCache = field(default_factory=lambda: QueryCache(0))
     fast_text: TextEmbedder | None = None
     text_batcher: Batcher[Any] | None = None
+    translator: LexiconTranslator | None = None
     _records: dict[int, tuple[float, ImageMetadata]] = field(default_factory=dict)
     _records_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -161,19 +166,34 @@ class Engine:
         if missing:
             batch = [texts[i] for i in missing]
             batch_langs = [per_text[i] for i in missing]
-            if route == "main" or self.fast_text is None:
-                fresh = self.text.embed(batch, batch_langs)
-            elif route == "fast":
-                fresh = self.fast_text.embed(batch, batch_langs)
+            if self.translator is None:
+                fresh = self._embed_route(route, batch, batch_langs)
             else:
-                weight = self.settings.fast_tower_weight
-                fresh = mix_towers(
-                    self.text.embed(batch, batch_langs), self.fast_text.embed(batch, batch_langs), weight
+                fresh = with_glosses(
+                    lambda t, ls: self._embed_route(route, t, ls),
+                    batch,
+                    batch_langs,
+                    self.translator,
+                    self.settings.lexicon_weight,
                 )
             for row, i in enumerate(missing):
                 vectors[i] = fresh[row]
                 self.query_cache.put(keys[i], fresh[row])
         return np.stack([v for v in vectors if v is not None])
+
+    def _embed_route(self, route: str, texts: Sequence[str], langs: Sequence[str | None]) -> np.ndarray:
+        if route == "main" or self.fast_text is None:
+            return self.text.embed(texts, langs)
+        if route == "fast":
+            return self.fast_text.embed(texts, langs)
+        weight = self.settings.fast_tower_weight
+        return mix_towers(self.text.embed(texts, langs), self.fast_text.embed(texts, langs), weight)
+
+    def gloss(self, text: str, lang: str | None) -> str | None:
+        """The English gloss a query is also scored by (None: no dictionary for ``lang``, or the feature off)."""
+        if self.translator is None:
+            return None
+        return self.translator.translate(text, lang) or None
 
     def search_texts(self, items: Sequence[tuple[str, str | None, int]]) -> list[list[Hit]]:
         """``(text, lang, depth)`` → the best ``depth`` hits of each: one encoder call per route (every language
@@ -332,6 +352,12 @@ def assemble(
         "caption_index",
         lambda: CaptionIndex.open(settings.resolved_captions_dir, text, settings.resolved_cache_dir),
     )
+    lexicons = settings.lexicons_dir
+    translator = (
+        _timed(seconds, "lexicons", lambda: LexiconTranslator.from_folder(lexicons, text.languages))
+        if lexicons is not None
+        else None
+    )
     _warm_langdetect()
     return Engine(
         settings=settings,
@@ -342,6 +368,7 @@ def assemble(
         load_seconds=seconds,
         query_cache=QueryCache(settings.query_cache_size),
         fast_text=fast_text,
+        translator=translator,
     )
 
 

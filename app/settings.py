@@ -60,6 +60,15 @@ class ServiceSettings(IndexerSettings):
     fast_tower_weight: float = Field(
         default=0.5, ge=0.0, le=1.0, description="The fast tower's share of the ensemble score."
     )
+    lexicons_dir: Path | None = Field(
+        default=None,
+        description="Folder of bilingual dictionaries in the MUSE layout (en-XX.tsv): /search queries in those "
+        "languages are also scored by their word-by-word English gloss (cross-lingual consistency; docs/results.md "
+        "measures it). Unset: off. `polyglot serve` uses ../shared/data/lexicons when present.",
+    )
+    lexicon_weight: float = Field(
+        default=1 / 3, ge=0.0, le=1.0, description="The English gloss's share of a query's score (0: ignore it)."
+    )
     images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")
     captions_dir: Path | None = Field(default=None, description="Caption index folder; default INDEX_DIR/captions.")
     captions_file: Path | None = Field(default=None, description="JSONL captions indexed by `serve` if new.")

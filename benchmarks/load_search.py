@@ -150,6 +150,12 @@ def markdown(report: dict[str, Any]) -> str:
         if server.get("fast_text_encoder")
         else "; no fast tower"
     )
+    glossed = server.get("gloss_languages")
+    fast += (
+        f"; queries in {', '.join(glossed)} also scored by their English gloss (POLYGLOT_LEXICONS_DIR)"
+        if glossed
+        else ""
+    )
     lines = [
         "# Load test: `GET /search` (text encoding included)",
         "",
@@ -260,7 +266,10 @@ def main() -> None:
                 *sys.argv,
             ]
         ),
-        "server": {key: ready.get(key) for key in ("images", "text_encoder", "fast_text_encoder", "image_encoder")},
+        "server": {
+            key: ready.get(key)
+            for key in ("images", "text_encoder", "fast_text_encoder", "image_encoder", "gloss_languages")
+        },
         "langs": list(langs),
         "fast_tower": env.get("POLYGLOT_FAST_TOWER", "auto"),
         "fast_tower_use": env.get("POLYGLOT_FAST_TOWER_USE", "route"),

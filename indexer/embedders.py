@@ -7,7 +7,7 @@ Both return float32 unit vectors, so inner product = cosine similarity everywher
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +17,7 @@ from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.factory import create_image_encoder, create_text_encoder
 from indexer.image_space import ImageSpace
+from indexer.lexicon import LexiconTranslator
 from indexer.tower import TextTower
 from indexer.unit import unit_rows
 
@@ -40,6 +41,25 @@ def mix_towers(first: np.ndarray, second: np.ndarray, weight: float) -> np.ndarr
     SMALR's CLC-A, taken over two towers instead of machine translations of the query.
     """
     return unit_rows((1.0 - weight) * first + weight * second).astype(np.float32)
+
+
+def with_glosses(
+    embed: Callable[[list[str], list[str | None]], np.ndarray],
+    texts: Sequence[str],
+    langs: Sequence[str | None],
+    translator: LexiconTranslator,
+    weight: float,
+) -> np.ndarray:
+    """Query vectors with cross-lingual consistency: each text that has a dictionary for its language is scored
+    together with its word-by-word English gloss (:func:`mix_towers` with the gloss's share ``weight``), both
+    embedded in one ``embed(texts, langs)`` call; the other texts are embedded as they are."""
+    glosses = [translator.translate(text, lang) for text, lang in zip(texts, langs, strict=True)]
+    rows = [i for i, gloss in enumerate(glosses) if gloss]
+    vectors = embed([*texts, *(glosses[i] or "" for i in rows)], [*langs, *(["en"] * len(rows))])
+    direct = vectors[: len(texts)]
+    if rows:
+        direct[rows] = mix_towers(direct[rows], vectors[len(texts) :], weight)
+    return direct
 
 
 class TextEmbedder:

@@ -57,7 +57,14 @@ def test_pagination_and_min_score(client: TestClient) -> None:
 
 def test_language_given_detected_and_refused(client: TestClient) -> None:
     given = client.get("/v1/search", params={"q": "dog", "lang": "FR"}).json()["language"]
-    assert given == {"requested": "fr", "detected": None, "probability": None, "used": "fr", "supported": True}
+    assert given == {
+        "requested": "fr",
+        "detected": None,
+        "probability": None,
+        "used": "fr",
+        "supported": True,
+        "gloss": None,
+    }
     detected = client.get("/v1/search", params={"q": "un chien qui court sur la plage de sable"}).json()["language"]
     assert detected["detected"] == "fr" and detected["supported"] is True
     unsupported = client.get("/v1/search", params={"q": "ein Hund läuft über die grüne Wiese"}).json()["language"]

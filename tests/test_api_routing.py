@@ -127,3 +127,30 @@ def test_queries_go_through_the_main_towers_language_bridge(routed: TestClient) 
     np.testing.assert_allclose(
         engine.embed_queries(["un perro"], "es"), engine.text.embed(["un perro"], "es"), atol=1e-6
     )
+
+
+def test_queries_with_a_dictionary_are_scored_with_their_english_gloss(
+    service_settings: ServiceSettings, photo_paths: list[Path], tmp_path: Path
+) -> None:
+    lexicons = tmp_path / "lexicons"
+    lexicons.mkdir()
+    (lexicons / "en-de.tsv").write_text("beach\tstrand\ndog\thund\n", encoding="utf-8")
+    (lexicons / "en-cs.tsv").write_text("dog\tpes\n", encoding="utf-8")  # the fake encoder has no Czech
+    settings = service_settings.model_copy(update={"lexicons_dir": lexicons, "lexicon_weight": 0.4})
+    with TestClient(create_app(settings, fake_engine_factory(photo_paths, CAPTIONS))) as client:
+        assert client.get("/ready").json()["gloss_languages"] == ["de"]
+        answer = client.get("/search", params={"q": "Hund am Strand", "lang": "de", "k": "8"}).json()
+        assert answer["language"]["gloss"] == "dog am beach"
+        engine = client.app.state.engine  # type: ignore[attr-defined]
+        direct = engine.text.embed(["Hund am Strand"], "de")
+        expected = mix_towers(direct, engine.text.embed(["dog am beach"], "en"), 0.4)
+        np.testing.assert_allclose(engine.embed_queries(["Hund am Strand"], "de"), expected, atol=1e-6)
+        scores = [r["score"] for r in answer["results"]]
+        best = engine.images.search(expected, 8)[0]
+        np.testing.assert_allclose(scores, [h.score for h in best], atol=1e-5)
+        english = client.get("/search", params={"q": "a dog", "lang": "en"}).json()
+        assert english["language"]["gloss"] is None
+    with TestClient(create_app(service_settings, fake_engine_factory(photo_paths, CAPTIONS))) as client:
+        assert client.get("/ready").json()["gloss_languages"] == []
+        plain = client.get("/search", params={"q": "Hund am Strand", "lang": "de"}).json()
+        assert plain["language"]["gloss"] is None

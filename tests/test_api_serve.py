@@ -26,6 +26,11 @@ def test_default_collection_is_the_shared_dev_split(tmp_path: Path, monkeypatch:
     repo = tmp_path / "work" / "repo"
     repo.mkdir()
     monkeypatch.chdir(repo)
+    lexicons = tmp_path / "work" / "shared" / "data" / "lexicons"
+    lexicons.mkdir()
+    (lexicons / "en-fr.tsv").write_text("dog\tchien\n")
+    monkeypatch.setattr(serve_cmd, "_shared", lambda relative: [Path.cwd() / relative])  # not the real checkout's
+    assert serve_cmd.shared_lexicons() == lexicons.resolve()
     collection = serve_cmd.default_collection()
     assert collection.paths == [(root / "images" / p.name).resolve() for p in (paths[0], paths[2])]
     assert collection.captions == (root / "captions.jsonl").resolve()
@@ -52,3 +57,5 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
     result = runner.invoke(cli, ["serve", "--images", str(tmp_path), "--captions", str(tmp_path / "c.jsonl")])
     assert result.exit_code == 2 and "no such file" in " ".join(result.output.split())
     assert runner.invoke(cli, ["serve", "--port", "0"]).exit_code == 2
+    result = runner.invoke(cli, ["serve", "--images", str(tmp_path), "--lexicons", str(tmp_path)])
+    assert result.exit_code == 2 and "no bilingual dictionaries" in " ".join(result.output.split())

@@ -107,3 +107,37 @@ def test_end_to_end_with_the_bundled_encoders(tmp_path: Path, monkeypatch: pytes
     assert code == 0, output
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["pool_images"] == 15 and all(0 <= b["mR"] <= 1 for b in report["languages"].values())
+
+
+def test_evaluate_with_english_glosses(toy: Path, tmp_path: Path) -> None:
+    """--lexicons scores each German query by its English gloss as well: with the whole weight on the gloss, a
+    right dictionary makes German as good as English, a scrambled one ruins it; English is never glossed."""
+    from training.synthetic import WORDS
+
+    tower = tmp_path / "tower"
+    code, output = invoke(
+        "train", "--data", toy, "--out", tower, "--langs", "en,de,fr", "--loss", "vse", "--epochs", "4",
+        "--batch-size", "8", "--hidden-dims", "32", "--dropouts", "0,0",
+    )  # fmt: skip
+    assert code == 0, output
+    right, wrong = tmp_path / "right", tmp_path / "wrong"
+    for folder, shift in ((right, 0), (wrong, 3)):
+        folder.mkdir()
+        en, de = WORDS["en"], WORDS["de"]
+        pairs = sorted(f"{en[(i + shift) % len(en)]}\t{word}" for i, word in enumerate(de))
+        (folder / "en-de.tsv").write_text("\n".join(pairs) + "\n", encoding="utf-8")
+
+    def recalls(*extra: str | Path) -> dict:
+        out = tmp_path / "r.json"
+        code, output = invoke("evaluate", "--data", toy, "--tower", tower, "--json", out, *extra)
+        assert code == 0, output
+        return json.loads(out.read_text())["languages"]
+
+    plain = recalls()
+    glossed = recalls("--lexicons", right, "--lexicon-weight", "1")
+    scrambled = recalls("--lexicons", wrong, "--lexicon-weight", "1")
+    assert glossed["en"] == plain["en"] == scrambled["en"] and glossed["fr"] == plain["fr"]
+    assert glossed["de"]["mR"] >= plain["en"]["mR"] - 0.05  # a right gloss is as good as an English caption
+    assert scrambled["de"]["mR"] <= glossed["de"]["mR"] - 0.15
+    code, output = invoke("evaluate", "--data", toy, "--tower", tower, "--lexicons", tmp_path)
+    assert code == 2 and "no bilingual dictionaries" in output

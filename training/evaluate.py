@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import permutations
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from indexer.bridge import LanguageBridge
-from indexer.embedders import mix_towers
+from indexer.embedders import mix_towers, with_glosses
 from indexer.encoders.base import ImageEncoder, TextEncoder
+from indexer.lexicon import LexiconTranslator
 from indexer.tower import TextTower
 from training.features import text_embeddings
 from training.metrics import KS, c2c_recall_at_1, language_recalls, recall_sum, t2i_ranks
@@ -108,24 +110,55 @@ def caption_to_caption(texts: np.ndarray, split: PreparedSplit, langs: Sequence[
     return table
 
 
-def _tower_texts(tower: TextTower, split: PreparedSplit, bridge: LanguageBridge | None) -> np.ndarray:
-    """The split's captions through the (bridged) tower, as at search time."""
-    sentences = split.text_embeddings
-    if bridge is not None:
-        if bridge.text_encoder != tower.text_encoder:
-            raise ValueError(
-                f"the language bridge is for text encoder {bridge.text_encoder!r}, but the tower was trained on "
-                f"{tower.text_encoder!r}: remove its bridge.json or use --no-bridge"
+@dataclass
+class Glosses:
+    """Queries scored together with their word-by-word English gloss, as the service does with
+    POLYGLOT_LEXICONS_DIR / POLYGLOT_LEXICON_WEIGHT (:func:`indexer.embedders.with_glosses`)."""
+
+    translator: LexiconTranslator
+    weight: float
+    encoder: TextEncoder  # the tower's sentence encoder, for the glosses (cached like the captions)
+    cache_dir: Path
+
+
+def _tower_texts(
+    tower: TextTower, split: PreparedSplit, bridge: LanguageBridge | None, glosses: Glosses | None = None
+) -> np.ndarray:
+    """The split's captions through the (bridged) tower, as queries at search time."""
+    if bridge is not None and bridge.text_encoder != tower.text_encoder:
+        raise ValueError(
+            f"the language bridge is for text encoder {bridge.text_encoder!r}, but the tower was trained on "
+            f"{tower.text_encoder!r}: remove its bridge.json or use --no-bridge"
+        )
+
+    def through_tower(sentences: np.ndarray, langs: Sequence[str | None]) -> np.ndarray:
+        return tower.embed(bridge.apply(sentences, langs) if bridge is not None else sentences)
+
+    langs = split.caption_lang.tolist()
+    if glosses is None:
+        return through_tower(split.text_embeddings, langs)
+    known = dict(zip(split.caption_text, split.text_embeddings, strict=True))
+
+    def embed(texts: list[str], text_langs: list[str | None]) -> np.ndarray:
+        new = [text for text in texts if text not in known]
+        if new:  # the glosses: the captions themselves are embedded already
+            known.update(
+                zip(new, text_embeddings(glosses.encoder, new, glosses.cache_dir, desc="glosses"), strict=True)
             )
-        sentences = bridge.apply(sentences, split.caption_lang.tolist())
-    return tower.embed(sentences)
+        return through_tower(np.stack([known[text] for text in texts]), text_langs)
+
+    return with_glosses(embed, split.caption_text, langs, glosses.translator, glosses.weight)
 
 
 def evaluate_tower(
-    tower: TextTower, split: PreparedSplit, langs: Sequence[str] | None = None, bridge: LanguageBridge | None = None
+    tower: TextTower,
+    split: PreparedSplit,
+    langs: Sequence[str] | None = None,
+    bridge: LanguageBridge | None = None,
+    glosses: Glosses | None = None,
 ) -> Evaluation:
     images = tower.image_space.apply(split.image_features)
-    return evaluate_vectors(images, _tower_texts(tower, split, bridge), split, langs)
+    return evaluate_vectors(images, _tower_texts(tower, split, bridge, glosses), split, langs)
 
 
 def evaluate_ensemble(

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 console = Console(stderr=True)
 SHARED = Path("../shared/data/m30k-f8k")
+SHARED_LEXICONS = Path("../shared/data/lexicons")
 
 
 @dataclass
@@ -32,12 +33,24 @@ class Collection:
     caption_source: str | None = None
 
 
+def _shared(relative: Path) -> list[Path]:
+    """``relative`` (under ``../shared/data``) from the working directory and from the repository root."""
+    return [Path.cwd() / relative, Path(__file__).resolve().parents[2] / relative]
+
+
 def shared_data_root() -> Path | None:
-    """``../shared/data/m30k-f8k`` from the working directory or from the repository root."""
-    repo = Path(__file__).resolve().parents[2]
-    for root in (Path.cwd() / SHARED, repo / SHARED):
+    """``../shared/data/m30k-f8k`` when present."""
+    for root in _shared(SHARED):
         if (root / "images").is_dir() and (root / "splits" / "dev.txt").is_file():
             return root.resolve()
+    return None
+
+
+def shared_lexicons() -> Path | None:
+    """``../shared/data/lexicons`` (MUSE bilingual dictionaries) when present."""
+    for folder in _shared(SHARED_LEXICONS):
+        if folder.is_dir() and any(folder.glob("en-*.tsv")):
+            return folder.resolve()
     return None
 
 
@@ -138,6 +151,13 @@ def register(cli: typer.Typer) -> None:
         port: int = typer.Option(8000, "--port", min=1, max=65535),
         no_index: bool = typer.Option(False, "--no-index", help="Serve the index as it is; index nothing."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+        lexicons: Path | None = typer.Option(
+            None,
+            "--lexicons",
+            help="Bilingual dictionaries (en-XX.tsv) for query glosses. Default: POLYGLOT_LEXICONS_DIR, else "
+            "../shared/data/lexicons when present.",
+        ),
+        no_lexicons: bool = typer.Option(False, "--no-lexicons", help="Score queries without English glosses."),
     ) -> None:
         """Index what is new, then serve the search API and web page on http://HOST:PORT.
 
@@ -158,6 +178,11 @@ def register(cli: typer.Typer) -> None:
                 highlight=False,
             )
             raise typer.Exit(code=2)
+        glossary = None if no_lexicons else lexicons or settings.lexicons_dir or shared_lexicons()
+        if glossary is not None and not any(Path(glossary).glob("en-*.tsv")):
+            console.print(f"[red]error:[/] {glossary}: no bilingual dictionaries (en-XX.tsv) there", highlight=False)
+            raise typer.Exit(code=2)
+        settings = settings.model_copy(update={"lexicons_dir": glossary})
         folder = images or settings.images_dir
         if not no_index:
             if folder is not None:
@@ -171,5 +196,7 @@ def register(cli: typer.Typer) -> None:
                 console.print(f"[red]error:[/] {captions}: no such file", highlight=False)
                 raise typer.Exit(code=2)
             index_collection(settings, collection, captions or settings.captions_file or collection.captions, quiet)
+        if glossary is not None:
+            console.print(f"query glosses from the dictionaries in {glossary}")
         console.print(f"serving on http://{host}:{port}  (API docs: http://{host}:{port}/docs)")
         uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")

@@ -237,20 +237,29 @@ def register(cli: typer.Typer) -> None:
             "POLYGLOT_FAST_TOWER_USE=ensemble) for the languages its encoder covers.",
         ),
         ensemble_weight: float = typer.Option(0.5, min=0.0, max=1.0, help="The second tower's share of the score."),
+        lexicons: Path | None = typer.Option(
+            None,
+            help="Bilingual dictionaries (en-XX.tsv): score each caption query together with its word-by-word "
+            "English gloss, as the service does with POLYGLOT_LEXICONS_DIR.",
+        ),
+        lexicon_weight: float = typer.Option(1 / 3, min=0.0, max=1.0, help="The gloss's share of the score."),
     ) -> None:
         """Text→image and image→text Recall@1/5/10 per language on a split, plus caption→caption R@1."""
         from indexer.atomic import atomic_write_json
         from indexer.bridge import LanguageBridge
         from indexer.embedders import shipped_tower_path
         from indexer.encoders import create_image_encoder, create_text_encoder
+        from indexer.lexicon import LexiconTranslator
         from indexer.tower import TextTower
-        from training.evaluate import evaluate_ensemble, evaluate_label_bridge, evaluate_tower
+        from training.evaluate import Glosses, evaluate_ensemble, evaluate_label_bridge, evaluate_tower
         from training.prepared import prepare_split
 
         settings = IndexerSettings()
         _check_data(data)
         if baseline not in (None, "label-bridge"):
             raise _fail(f"unknown baseline {baseline!r}; the only baseline is label-bridge")
+        if lexicons is not None and (baseline or ensemble_with):
+            raise _fail("--lexicons applies to one tower: not with --baseline or --ensemble-with")
         try:
             if baseline:
                 image = create_image_encoder(image_encoder or settings.image_encoder)
@@ -271,7 +280,12 @@ def register(cli: typer.Typer) -> None:
                 bridge = None if no_bridge else LanguageBridge.from_pretrained(folder)
                 title = f"tower {tower or 'shipped'}{' with its language bridge' if bridge else ''} on {split}"
                 if ensemble_with is None:
-                    evaluation = evaluate_tower(model, prepared, bridge=bridge)
+                    glosses = None
+                    if lexicons is not None:
+                        translator = LexiconTranslator.from_folder(lexicons, text.languages)
+                        glosses = Glosses(translator, lexicon_weight, text, settings.resolved_cache_dir)
+                        title += f", with English glosses (weight {lexicon_weight:.2f})"
+                    evaluation = evaluate_tower(model, prepared, bridge=bridge, glosses=glosses)
                 else:
                     second = TextTower.from_pretrained(ensemble_with)
                     if second.image_space.fingerprint != model.image_space.fingerprint:
@@ -282,7 +296,7 @@ def register(cli: typer.Typer) -> None:
                         model, second, prepared, second_split, ensemble_weight, second_text.supports, bridge
                     )
                     title += f", ensembled with {ensemble_with} (weight {ensemble_weight})"
-        except USER_ERRORS as exc:
+        except USER_ERRORS as exc:  # LexiconError is a ValueError
             raise _fail(str(exc)) from None
         print_evaluation(title, evaluation)
         if json_out:

@@ -34,6 +34,7 @@ async def ready(request: Request) -> Response:
         text_encoder=engine.text.encoder.name,
         fast_text_encoder=engine.fast_text.encoder.name if engine.fast_text is not None else None,
         image_encoder=engine.images.encoder.name,
+        gloss_languages=sorted(engine.translator.languages) if engine.translator is not None else [],
         load_seconds={k: round(v, 4) for k, v in engine.load_seconds.items()},
     )
     return JSONResponse(body.model_dump())

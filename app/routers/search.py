@@ -117,6 +117,7 @@ async def search_text(
         language = await engine.run(_language, engine, query, lang)  # langdetect is slow pure Python
     else:
         language = _language(engine, query, lang)  # a set lookup: no thread hop
+    language.gloss = engine.gloss(query, language.used)  # dictionary lookups: microseconds
     (results, next_offset, total), text_encoder = await engine.search_text(
         query, language.used, offset + k, lambda ranked: _page(engine, ranked, k, offset, min_score)
     )

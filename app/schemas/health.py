@@ -16,4 +16,7 @@ class Ready(BaseModel):
     text_encoder: str = Field(max_length=100)
     fast_text_encoder: str | None = Field(default=None, max_length=100, description="The fast tower's encoder.")
     image_encoder: str = Field(max_length=100)
+    gloss_languages: list[str] = Field(
+        default_factory=list, max_length=500, description="Languages whose queries are also scored by an English gloss."
+    )
     load_seconds: dict[str, float]

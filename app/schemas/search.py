@@ -22,6 +22,11 @@ class LanguageInfo(BaseModel):
     supported: bool | None = Field(
         default=None, description="Whether the text encoder was trained on that language (None: unknown)."
     )
+    gloss: str | None = Field(
+        default=None,
+        max_length=20_000,
+        description="The word-by-word English gloss the query was also scored by (POLYGLOT_LEXICONS_DIR), if any.",
+    )
 
 
 class SearchResult(BaseModel):
