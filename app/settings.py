@@ -64,7 +64,7 @@ class ServiceSettings(IndexerSettings):
         default=None,
         description="Folder of bilingual dictionaries in the MUSE layout (en-XX.tsv): /search queries in those "
         "languages are also scored by their word-by-word English gloss (cross-lingual consistency; docs/results.md "
-        "measures it). Unset: off. `polyglot serve` uses ../shared/data/lexicons when present.",
+        "measures it; it doubles the text work of those queries). Unset: off.",
     )
     lexicon_weight: float = Field(
         default=1 / 3, ge=0.0, le=1.0, description="The English gloss's share of a query's score (0: ignore it)."

@@ -26,11 +26,6 @@ def test_default_collection_is_the_shared_dev_split(tmp_path: Path, monkeypatch:
     repo = tmp_path / "work" / "repo"
     repo.mkdir()
     monkeypatch.chdir(repo)
-    lexicons = tmp_path / "work" / "shared" / "data" / "lexicons"
-    lexicons.mkdir()
-    (lexicons / "en-fr.tsv").write_text("dog\tchien\n")
-    monkeypatch.setattr(serve_cmd, "_shared", lambda relative: [Path.cwd() / relative])  # not the real checkout's
-    assert serve_cmd.shared_lexicons() == lexicons.resolve()
     collection = serve_cmd.default_collection()
     assert collection.paths == [(root / "images" / p.name).resolve() for p in (paths[0], paths[2])]
     assert collection.captions == (root / "captions.jsonl").resolve()

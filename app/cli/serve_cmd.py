@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 console = Console(stderr=True)
 SHARED = Path("../shared/data/m30k-f8k")
-SHARED_LEXICONS = Path("../shared/data/lexicons")
 
 
 @dataclass
@@ -33,24 +32,12 @@ class Collection:
     caption_source: str | None = None
 
 
-def _shared(relative: Path) -> list[Path]:
-    """``relative`` (under ``../shared/data``) from the working directory and from the repository root."""
-    return [Path.cwd() / relative, Path(__file__).resolve().parents[2] / relative]
-
-
 def shared_data_root() -> Path | None:
-    """``../shared/data/m30k-f8k`` when present."""
-    for root in _shared(SHARED):
+    """``../shared/data/m30k-f8k`` from the working directory or from the repository root."""
+    repo = Path(__file__).resolve().parents[2]
+    for root in (Path.cwd() / SHARED, repo / SHARED):
         if (root / "images").is_dir() and (root / "splits" / "dev.txt").is_file():
             return root.resolve()
-    return None
-
-
-def shared_lexicons() -> Path | None:
-    """``../shared/data/lexicons`` (MUSE bilingual dictionaries) when present."""
-    for folder in _shared(SHARED_LEXICONS):
-        if folder.is_dir() and any(folder.glob("en-*.tsv")):
-            return folder.resolve()
     return None
 
 
@@ -154,10 +141,9 @@ def register(cli: typer.Typer) -> None:
         lexicons: Path | None = typer.Option(
             None,
             "--lexicons",
-            help="Bilingual dictionaries (en-XX.tsv) for query glosses. Default: POLYGLOT_LEXICONS_DIR, else "
-            "../shared/data/lexicons when present.",
+            help="Bilingual dictionaries (en-XX.tsv, e.g. ../shared/data/lexicons): score queries with their English "
+            "gloss too (better recall outside English, twice the text work per query). Default: POLYGLOT_LEXICONS_DIR.",
         ),
-        no_lexicons: bool = typer.Option(False, "--no-lexicons", help="Score queries without English glosses."),
     ) -> None:
         """Index what is new, then serve the search API and web page on http://HOST:PORT.
 
@@ -178,7 +164,7 @@ def register(cli: typer.Typer) -> None:
                 highlight=False,
             )
             raise typer.Exit(code=2)
-        glossary = None if no_lexicons else lexicons or settings.lexicons_dir or shared_lexicons()
+        glossary = lexicons or settings.lexicons_dir
         if glossary is not None and not any(Path(glossary).glob("en-*.tsv")):
             console.print(f"[red]error:[/] {glossary}: no bilingual dictionaries (en-XX.tsv) there", highlight=False)
             raise typer.Exit(code=2)
