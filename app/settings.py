@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
+from indexer.lexicon import GLOSS_WEIGHT
 from indexer.settings import IndexerSettings
 
 
@@ -67,7 +68,7 @@ class ServiceSettings(IndexerSettings):
         "measures it; it doubles the text work of those queries). Unset: off.",
     )
     lexicon_weight: float = Field(
-        default=1 / 3, ge=0.0, le=1.0, description="The English gloss's share of a query's score (0: ignore it)."
+        default=GLOSS_WEIGHT, ge=0.0, le=1.0, description="The English gloss's share of a query's score (0: ignore it)."
     )
     images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")
     captions_dir: Path | None = Field(default=None, description="Caption index folder; default INDEX_DIR/captions.")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 WORD = re.compile(r"\w+")
+GLOSS_WEIGHT = 1 / 3  # the gloss's default share of a query's score (docs/results.md, round 5)
 MIN_STEM = 4  # shorter stems match unrelated words
 MAX_SUFFIX = 3  # inflectional endings stripped when a word is not in the dictionary
 
@@ -41,10 +42,7 @@ class LexiconTranslator:
 
     @classmethod
     def from_folder(cls, folder: Path, langs: Iterable[str] | None = None) -> LexiconTranslator:
-        folder = Path(folder)
-        files = {path.stem.split("-", 1)[1].lower(): path for path in sorted(folder.glob("en-*.tsv"))}
-        if not files:
-            raise LexiconError(f"no bilingual dictionaries (en-XX.tsv) in {folder}")
+        files = dictionary_files(folder)
         wanted = set(files) if langs is None else set(langs) & set(files)
         pairs = {lang: _read_pairs(path) for lang, path in files.items()}
         # The prior counts every dictionary of the folder, also those of languages not loaded.
@@ -62,11 +60,20 @@ class LexiconTranslator:
 
     def translate(self, text: str, lang: str | None) -> str | None:
         """The English gloss of ``text``, or None when ``lang`` has no dictionary (English included)."""
-        glosses = self.words.get((lang or "").lower())
+        code = (lang or "").lower()
+        glosses = self.words.get(code)
         if glosses is None:
             return None
-        stems = self.stems[(lang or "").lower()]
+        stems = self.stems[code]
         return " ".join(_gloss(word, glosses, stems) for word in WORD.findall(text.lower()))
+
+
+def dictionary_files(folder: Path) -> dict[str, Path]:
+    """Language code → its ``en-XX.tsv`` in ``folder``; a folder without any is an error."""
+    files = {path.stem.split("-", 1)[1].lower(): path for path in sorted(Path(folder).glob("en-*.tsv"))}
+    if not files:
+        raise LexiconError(f"no bilingual dictionaries (en-XX.tsv) in {folder}")
+    return files
 
 
 def _most_general(options: list[str], word: str, prior: Counter[str]) -> str:

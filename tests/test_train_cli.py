@@ -35,13 +35,18 @@ def invoke(*args: str | Path) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_train_then_evaluate(toy: Path, tmp_path: Path) -> None:
-    tower = tmp_path / "tower"
+def train_toy(data: Path, tower: Path, langs: str, epochs: int) -> Path:
+    """A tiny VSE tower on the toy data set, through the CLI."""
     code, output = invoke(
-        "train", "--data", toy, "--out", tower, "--langs", "en", "--loss", "vse", "--epochs", "3",
+        "train", "--data", data, "--out", tower, "--langs", langs, "--loss", "vse", "--epochs", str(epochs),
         "--batch-size", "8", "--hidden-dims", "32", "--dropouts", "0,0",
     )  # fmt: skip
     assert code == 0, output
+    return tower
+
+
+def test_train_then_evaluate(toy: Path, tmp_path: Path) -> None:
+    tower = train_toy(toy, tmp_path / "tower", "en", epochs=3)
     assert (tower / "model.safetensors").exists() and "polyglot train --data" in (tower / "README.md").read_text()
     code, output = invoke(
         "evaluate", "--data", toy, "--split", "dev", "--tower", tower, "--json", tmp_path / "r.json",
@@ -114,12 +119,7 @@ def test_evaluate_with_english_glosses(toy: Path, tmp_path: Path) -> None:
     right dictionary makes German as good as English, a scrambled one ruins it; English is never glossed."""
     from training.synthetic import WORDS
 
-    tower = tmp_path / "tower"
-    code, output = invoke(
-        "train", "--data", toy, "--out", tower, "--langs", "en,de,fr", "--loss", "vse", "--epochs", "4",
-        "--batch-size", "8", "--hidden-dims", "32", "--dropouts", "0,0",
-    )  # fmt: skip
-    assert code == 0, output
+    tower = train_toy(toy, tmp_path / "tower", "en,de,fr", epochs=4)
     right, wrong = tmp_path / "right", tmp_path / "wrong"
     for folder, shift in ((right, 0), (wrong, 3)):
         folder.mkdir()

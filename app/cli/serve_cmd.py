@@ -165,9 +165,14 @@ def register(cli: typer.Typer) -> None:
             )
             raise typer.Exit(code=2)
         glossary = lexicons or settings.lexicons_dir
-        if glossary is not None and not any(Path(glossary).glob("en-*.tsv")):
-            console.print(f"[red]error:[/] {glossary}: no bilingual dictionaries (en-XX.tsv) there", highlight=False)
-            raise typer.Exit(code=2)
+        if glossary is not None:
+            from indexer.lexicon import LexiconError, dictionary_files
+
+            try:
+                dictionary_files(glossary)  # fail before indexing, not in the lifespan after it
+            except LexiconError as exc:
+                console.print(f"[red]error:[/] {exc}", highlight=False)
+                raise typer.Exit(code=2) from None
         settings = settings.model_copy(update={"lexicons_dir": glossary})
         folder = images or settings.images_dir
         if not no_index:

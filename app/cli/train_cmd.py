@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from indexer.encoders.factory import UnknownEncoderError
+from indexer.lexicon import GLOSS_WEIGHT
 from indexer.model_files import ChecksumError, ModelFileMissingError
 from indexer.settings import IndexerSettings
 from training.choices import LOSS_NAMES, SPACES
@@ -242,7 +243,7 @@ def register(cli: typer.Typer) -> None:
             help="Bilingual dictionaries (en-XX.tsv): score each caption query together with its word-by-word "
             "English gloss, as the service does with POLYGLOT_LEXICONS_DIR.",
         ),
-        lexicon_weight: float = typer.Option(1 / 3, min=0.0, max=1.0, help="The gloss's share of the score."),
+        lexicon_weight: float = typer.Option(GLOSS_WEIGHT, min=0.0, max=1.0, help="The gloss's share of the score."),
     ) -> None:
         """Text→image and image→text Recall@1/5/10 per language on a split, plus caption→caption R@1."""
         from indexer.atomic import atomic_write_json

@@ -14,14 +14,14 @@ the batch is a negative.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from training.losses.infonce import infonce_loss
 
 
 def c2c_loss(first: torch.Tensor, second: torch.Tensor, temperature: float = 0.05) -> torch.Tensor:
-    logits = F.normalize(first, dim=1) @ F.normalize(second, dim=1).T / temperature
-    targets = torch.arange(len(first), device=first.device)
-    return 0.5 * (F.cross_entropy(logits, targets) + F.cross_entropy(logits.T, targets))
+    # Symmetric InfoNCE between the two sides, every row its own image: no row masked out.
+    return infonce_loss(first, second, torch.arange(len(first), device=first.device), temperature)
 
 
 class CaptionCaptionLoss(nn.Module):
