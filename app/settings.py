@@ -6,11 +6,9 @@ Built in the lifespan (or handed to :func:`app.main.create_app`), never at impor
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from indexer.lexicon import GLOSS_WEIGHT
 from indexer.settings import IndexerSettings
 
 
@@ -45,52 +43,15 @@ class ServiceSettings(IndexerSettings):
         description="Search threads, each running one batch at a time (1: the largest batches; on 2 cores 1 gave "
         "605 req/s at 8 clients, 2 gave 512).",
     )
-    fast_tower: str = Field(
-        default="auto",
-        min_length=1,
-        max_length=1000,
-        description="A second, cheaper text tower for /search queries in the languages its encoder declares (the "
-        "others keep the main tower). 'auto': the shipped mUSE tower when the main tower is the shipped default; "
-        "'off'; or a tower folder sharing the main tower's image space.",
-    )
-    fast_tower_use: Literal["route", "ensemble"] = Field(
-        default="route",
-        description="For queries in the fast tower's languages: 'route' embeds them with the fast tower alone "
-        "(lowest latency); 'ensemble' averages both towers' scores (best recall, the main tower's latency).",
-    )
-    fast_tower_weight: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="The fast tower's share of the ensemble score."
-    )
-    lexicons_dir: Path | None = Field(
-        default=None,
-        description="Folder of bilingual dictionaries in the MUSE layout (en-XX.tsv): /search queries in those "
-        "languages are also scored by their word-by-word English gloss (cross-lingual consistency; docs/results.md "
-        "measures it; it doubles the text work of those queries). Unset: off.",
-    )
-    lexicon_weight: float = Field(
-        default=GLOSS_WEIGHT, ge=0.0, le=1.0, description="The English gloss's share of a query's score (0: ignore it)."
-    )
     images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")
     captions_dir: Path | None = Field(default=None, description="Caption index folder; default INDEX_DIR/captions.")
     captions_file: Path | None = Field(default=None, description="JSONL captions indexed by `serve` if new.")
     max_captions: int = Field(default=20, ge=1, le=200, description="Most captions per language in /captions.")
-    query_cache_size: int = Field(default=1024, ge=0, le=1_000_000, description="Query vectors kept (LRU); 0 = off.")
     thumbnail_size: int = Field(default=256, ge=32, le=1024, description="Longest side of thumbnails (pixels).")
     log_requests: bool = Field(default=False, description="One structured log line per request (at debug level).")
     allow_local_paths: bool = Field(
         default=True, description="Admin POST /images may index a path on the server's disk."
     )
-
-    @property
-    def resolved_fast_tower(self) -> Path | None:
-        if self.fast_tower == "off":
-            return None
-        if self.fast_tower == "auto":
-            from indexer.embedders import shipped_fast_tower_path, shipped_tower_path
-
-            main = (self.tower_path or shipped_tower_path()).resolve()
-            return shipped_fast_tower_path() if main == shipped_tower_path().resolve() else None
-        return Path(self.fast_tower)
 
     @property
     def resolved_captions_dir(self) -> Path:

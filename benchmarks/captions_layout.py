@@ -19,8 +19,9 @@ import faiss
 import numpy as np
 
 from indexer.captions import read_captions
-from indexer.embedders import TextEmbedder
 from indexer.feature_cache import FeatureCache, text_key
+from indexer.query import load_text_tower
+from indexer.settings import IndexerSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "m30k-f8k"
@@ -42,7 +43,7 @@ def main() -> None:
     dev = set((DATA / "splits" / "dev.txt").read_text().split())
     captions = [c for c in read_captions(DATA / "captions.jsonl") if c.image in dev]
     captions = list({(c.lang, c.text): c for c in captions}.values())
-    embedder = TextEmbedder.from_tower(args.tower, ROOT / "var" / "models")
+    embedder = load_text_tower(IndexerSettings(models_dir=ROOT / "var" / "models"), args.tower)
     cache = FeatureCache(ROOT / "var" / "cache", embedder.encoder.name, embedder.encoder.dim)
     embedder.encoder.load()
     sentences = cache.compute(

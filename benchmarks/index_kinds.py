@@ -31,6 +31,7 @@ import faiss
 import numpy as np
 
 from indexer.embedders import TextEmbedder, shipped_fast_tower_path
+from indexer.query import load_text_tower
 from indexer.settings import IndexerSettings
 from indexer.store.core import FAISS_NAME
 from indexer.store.sidecar import Sidecar
@@ -85,8 +86,7 @@ def main() -> None:
     ids = stored.ids()
     vectors = stored.reconstruct_many(ids)
     row_of = {int(i): row for row, i in enumerate(ids)}
-    embedder = TextEmbedder.from_tower(args.tower or shipped_fast_tower_path(), settings.resolved_models_dir)
-    embedder.load()
+    embedder = load_text_tower(settings, args.tower or shipped_fast_tower_path())
     texts = dev_captions(args.data, embedder, args.queries)
     queries = np.concatenate([embedder.embed(texts[s : s + 256]) for s in range(0, len(texts), 256)])
     flush = np.ones(64_000_000 // 8)

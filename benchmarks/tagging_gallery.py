@@ -20,8 +20,10 @@ import numpy as np
 import torch
 
 from indexer.atomic import atomic_write_bytes
-from indexer.embedders import TextEmbedder, shipped_tower_path
+from indexer.embedders import shipped_tower_path
 from indexer.encoders import create_image_encoder
+from indexer.query import load_text_tower
+from indexer.settings import IndexerSettings
 from indexer.tagging.cached import embed_cached
 from indexer.tagging.lexicon import Lexicon
 from indexer.tagging.ranking import DEFAULT_W1, DEFAULT_W2, contextual_tags
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     langs = args.langs.split(",")
 
-    text = TextEmbedder.from_tower(args.tower, args.models_dir)
+    text = load_text_tower(IndexerSettings(models_dir=args.models_dir), args.tower)
     encoder = create_image_encoder(text.tower.image_encoder)
     train = load_dataset(args.data, "train", langs)
     texts: dict[str, list[str]] = defaultdict(list)

@@ -28,7 +28,7 @@ from app.main import create_app
 from app.settings import ServiceSettings
 from indexer.atomic import atomic_write_json
 from indexer.captions import Caption
-from indexer.embedders import TextEmbedder
+from indexer.query import load_text_tower
 from indexer.tagging.cached import embed_cached
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.tagger import tower_fingerprint
@@ -43,7 +43,7 @@ def prepare(home: Path, args: argparse.Namespace) -> ServiceSettings:
     settings = ServiceSettings(
         home=home, cache_dir=args.cache_dir.resolve(), models_dir=args.models_dir.resolve(), tower_path=args.tower
     )
-    text = TextEmbedder.from_tower(settings.tower_path, settings.resolved_models_dir)
+    text = load_text_tower(settings)
     train = load_dataset(args.data, "train", ["fr", "de", "en"])
     texts: dict[str, list[str]] = defaultdict(list)
     for caption in train.captions:

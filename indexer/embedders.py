@@ -18,6 +18,7 @@ from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.factory import create_image_encoder, create_text_encoder
 from indexer.image_space import ImageSpace
 from indexer.lexicon import LexiconTranslator
+from indexer.sentence_cache import cached_sentences
 from indexer.tower import TextTower
 from indexer.unit import unit_rows
 
@@ -65,7 +66,13 @@ def with_glosses(
 class TextEmbedder:
     """Text → image-space vectors: frozen sentence encoder, optional language bridge, trained tower."""
 
-    def __init__(self, tower: TextTower, encoder: TextEncoder, bridge: LanguageBridge | None = None) -> None:
+    def __init__(
+        self,
+        tower: TextTower,
+        encoder: TextEncoder,
+        bridge: LanguageBridge | None = None,
+        sentence_cache: Path | None = None,
+    ) -> None:
         if encoder.name != tower.text_encoder:
             raise ValueError(f"tower was trained on {tower.text_encoder!r} embeddings, not {encoder.name!r}")
         if bridge is not None and bridge.text_encoder != encoder.name:
@@ -73,13 +80,24 @@ class TextEmbedder:
         self.tower = tower
         self.encoder = encoder
         self.bridge = bridge
+        # Evaluation embeds tens of thousands of captions again and again: through the features cache (keyed by
+        # text) they are encoded once. The service leaves it off (its queries are new; the query cache is enough).
+        self.sentence_cache = sentence_cache
 
     @classmethod
-    def from_tower(cls, tower_path: Path | None, models_dir: Path, device: str = "cpu") -> TextEmbedder:
+    def from_tower(
+        cls,
+        tower_path: Path | None,
+        models_dir: Path,
+        device: str = "cpu",
+        *,
+        bridge: bool = True,
+        sentence_cache: Path | None = None,
+    ) -> TextEmbedder:
         folder = tower_path or shipped_tower_path()
         tower = TextTower.from_pretrained(folder)
         encoder = create_text_encoder(tower.text_encoder, models_dir, device=device)
-        return cls(tower, encoder, LanguageBridge.from_pretrained(folder))
+        return cls(tower, encoder, LanguageBridge.from_pretrained(folder) if bridge else None, sentence_cache)
 
     @property
     def languages(self) -> frozenset[str] | None:
@@ -94,6 +112,8 @@ class TextEmbedder:
 
     def embed(self, texts: Sequence[str], langs: str | Sequence[str | None] | None = None) -> np.ndarray:
         """Unit image-space vectors; ``langs`` (one for all texts, or one per text) lets the bridge act."""
+        if self.sentence_cache is not None and self.encoder.dim:
+            return self.embed_sentences(cached_sentences(self.encoder, texts, self.sentence_cache), langs)
         return self.embed_sentences(self.encoder.predict(texts), langs)
 
     def embed_sentences(self, sentences: np.ndarray, langs: str | Sequence[str | None] | None = None) -> np.ndarray:

@@ -6,9 +6,12 @@ Settings are never read at import time: call :func:`get_settings` (or build ``In
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from indexer.lexicon import GLOSS_WEIGHT
 
 
 def default_home() -> Path:
@@ -37,6 +40,35 @@ class IndexerSettings(BaseSettings):
     torch_threads: int | None = Field(default=None, ge=1, le=256, description="torch intra-op threads.")
     device: str = Field(default="cpu", description="torch device for the encoders: cpu or cuda.")
 
+    # How text queries are embedded (the query pipeline, indexer/query/): the service and `polyglot evaluate`
+    # read the same fields, so evaluation measures what /search serves.
+    fast_tower: str = Field(
+        default="auto",
+        min_length=1,
+        max_length=1000,
+        description="A second, cheaper text tower for /search queries in the languages its encoder declares (the "
+        "others keep the main tower). 'auto': the shipped mUSE tower when the main tower is the shipped default; "
+        "'off'; or a tower folder sharing the main tower's image space.",
+    )
+    fast_tower_use: Literal["route", "ensemble"] = Field(
+        default="route",
+        description="For queries in the fast tower's languages: 'route' embeds them with the fast tower alone "
+        "(lowest latency); 'ensemble' averages both towers' scores (best recall, the main tower's latency).",
+    )
+    fast_tower_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="The fast tower's share of the ensemble score."
+    )
+    lexicons_dir: Path | None = Field(
+        default=None,
+        description="Folder of bilingual dictionaries in the MUSE layout (en-XX.tsv): /search queries in those "
+        "languages are also scored by their word-by-word English gloss (cross-lingual consistency; docs/results.md "
+        "measures it; it doubles the text work of those queries). Unset: off.",
+    )
+    lexicon_weight: float = Field(
+        default=GLOSS_WEIGHT, ge=0.0, le=1.0, description="The English gloss's share of a query's score (0: ignore it)."
+    )
+    query_cache_size: int = Field(default=1024, ge=0, le=1_000_000, description="Query vectors kept (LRU); 0 = off.")
+
     @property
     def resolved_index_dir(self) -> Path:
         return self.index_dir or self.home / "index"
@@ -48,6 +80,17 @@ class IndexerSettings(BaseSettings):
     @property
     def resolved_cache_dir(self) -> Path:
         return self.cache_dir or self.home / "cache"
+
+    @property
+    def resolved_fast_tower(self) -> Path | None:
+        if self.fast_tower == "off":
+            return None
+        if self.fast_tower == "auto":
+            from indexer.embedders import shipped_fast_tower_path, shipped_tower_path
+
+            main = (self.tower_path or shipped_tower_path()).resolve()
+            return shipped_fast_tower_path() if main == shipped_tower_path().resolve() else None
+        return Path(self.fast_tower)
 
 
 def get_settings() -> IndexerSettings:

@@ -23,6 +23,8 @@ from indexer.collection import ImageIndex
 from indexer.embedders import TextEmbedder
 from indexer.encoders.base import TextEncoder
 from indexer.image_space import ImageSpace
+from indexer.query import Models, QueryPipeline, load_models
+from indexer.settings import IndexerSettings
 from indexer.tower import TextTower
 
 API_KEY = "test-admin-key"
@@ -66,6 +68,12 @@ def fake_text_embedder(encoder: TextEncoder | None = None, seed: int = 0) -> Tex
     return embedder
 
 
+def fake_load_models(settings: IndexerSettings, **options: object) -> Models:
+    """:func:`indexer.query.load_models` on the fake text tower and CNN (monkeypatched in by CLI tests)."""
+    kept = {k: v for k, v in options.items() if k in ("load_image", "glosses")}
+    return load_models(settings, text=fake_text_embedder(), image_encoder=FakeImageEncoder(0), **kept)  # type: ignore[arg-type]
+
+
 CAPTIONS = [
     Caption("en", "a dog runs on the beach", "1.jpg", "test"),
     Caption("en", "two children play football", "2.jpg", "test"),
@@ -83,7 +91,8 @@ def fake_engine_factory(
         index = ImageIndex.open(settings, encoder=FakeImageEncoder(delay=0), image_space=ImageSpace("l2"))
         if images:
             index.add_paths(list(images), progress=False)
-        engine = assemble(settings, fake_text_embedder(), index, fast_text=fast_text)
+        models = load_models(settings, text=fake_text_embedder(), fast_text=fast_text, image_encoder=index.encoder)
+        engine = assemble(settings, QueryPipeline(models, settings), index)
         if captions:
             engine.captions.add(list(captions))
         return engine

@@ -10,11 +10,11 @@ import pytest
 from api_fixtures import CAPTIONS, FakeTextEncoder, fake_engine_factory, fake_text_embedder
 from fastapi.testclient import TestClient
 
-from app.engine import check_same_space
 from app.main import create_app
 from app.settings import ServiceSettings
 from indexer.bridge import LanguageBridge
 from indexer.embedders import mix_towers, shipped_fast_tower_path, shipped_tower_path
+from indexer.query.models import ModelsError, check_same_space
 
 pytest_plugins = ("api_fixtures",)
 
@@ -59,12 +59,15 @@ def test_a_language_only_the_fast_encoder_covers_is_accepted(routed: TestClient)
 
 
 def test_same_text_in_two_routes_is_cached_apart(routed: TestClient) -> None:
-    engine = routed.app.state.engine  # type: ignore[attr-defined]
-    engine.query_cache.size = 16
-    french = engine.embed_queries(["chien"], "fr", "fast")
-    main = engine.embed_queries(["chien"], "fr", "main")
-    assert not np.allclose(french, main)
-    np.testing.assert_allclose(engine.embed_queries(["chien"], "fr", "fast"), french)
+    pipeline = routed.app.state.engine.pipeline  # type: ignore[attr-defined]
+    pipeline.cache.size = 16
+    french = pipeline.embed_queries(["chien"], "fr")  # the fast route
+    english = pipeline.embed_queries(["chien"], "en")  # the main route
+    assert not np.allclose(french, english)
+    np.testing.assert_allclose(french, pipeline.embed_route("fast", ["chien"], ["fr"]), atol=1e-6)
+    np.testing.assert_allclose(english, pipeline.embed_route("main", ["chien"], ["en"]), atol=1e-6)
+    assert len(pipeline.cache) == 2
+    np.testing.assert_allclose(pipeline.embed_queries(["chien"], "fr"), french)
 
 
 def test_a_fast_tower_in_another_image_space_is_refused() -> None:
@@ -72,7 +75,7 @@ def test_a_fast_tower_in_another_image_space_is_refused() -> None:
     other = fake_text_embedder(FastFakeEncoder(), seed=1)
     check_same_space(main, other, "fast")  # same fake image encoder and space: fine
     other.tower.config["image_encoder"] = "efficientnet-lite0"
-    with pytest.raises(RuntimeError, match="--image-space-from"):
+    with pytest.raises(ModelsError, match="--image-space-from"):
         check_same_space(main, other, "fast")
 
 
@@ -89,8 +92,8 @@ def test_fast_tower_setting(service_settings: ServiceSettings, tmp_path: Path) -
 def test_a_batch_mixing_routes_answers_each_query_as_alone(routed: TestClient) -> None:
     engine = routed.app.state.engine  # type: ignore[attr-defined]
     items = [("un chien", "fr", 3), ("a dog", "en", 5), ("la plage", "fr", 2)]
-    together = engine.search_texts(items)
-    alone = [engine.search_texts([item])[0] for item in items]
+    together = engine.pipeline.search_texts(engine.images, items)
+    alone = [engine.pipeline.search_texts(engine.images, [item])[0] for item in items]
     assert [[h.id for h in hits] for hits in together] == [[h.id for h in hits] for hits in alone]
     assert [len(hits) for hits in together] == [3, 5, 2]
 
@@ -110,23 +113,22 @@ def test_ensemble_mode_averages_both_towers(service_settings: ServiceSettings, p
         answer = _search(client, lang="fr")
         assert answer["text_encoder"] == "fake-text & fake-fast"
         assert _search(client, lang="en")["text_encoder"] == "fake-text"  # the fast encoder lacks English
-        engine = client.app.state.engine  # type: ignore[attr-defined]
-        expected = mix_towers(engine.text.embed(["chien"], "fr"), fast.embed(["chien"], "fr"), 0.3)
-        np.testing.assert_allclose(engine.embed_queries(["chien"], "fr", "both"), expected, atol=1e-6)
+        pipeline = client.app.state.engine.pipeline  # type: ignore[attr-defined]
+        expected = mix_towers(pipeline.models.text.embed(["chien"], "fr"), fast.embed(["chien"], "fr"), 0.3)
+        np.testing.assert_allclose(pipeline.embed_queries(["chien"], "fr"), expected, atol=1e-6)
 
 
 def test_queries_go_through_the_main_towers_language_bridge(routed: TestClient) -> None:
-    engine = routed.app.state.engine  # type: ignore[attr-defined]
+    text = routed.app.state.engine.models.text  # type: ignore[attr-defined]
     weight = np.random.default_rng(0).standard_normal((9, 8)).astype(np.float32)
-    engine.text.bridge = LanguageBridge(weight, (8, 16), (0, 8), frozenset({"es"}), FakeTextEncoder.name)
+    text.bridge = LanguageBridge(weight, (8, 16), (0, 8), frozenset({"es"}), FakeTextEncoder.name)
     query = {"q": "un perro en la playa", "k": "8"}
     spanish = routed.get("/search", params={**query, "lang": "es"}).json()
     english = routed.get("/search", params={**query, "lang": "en"}).json()
     assert spanish["text_encoder"] == english["text_encoder"] == FakeTextEncoder.name
     assert [r["score"] for r in spanish["results"]] != [r["score"] for r in english["results"]]
-    np.testing.assert_allclose(
-        engine.embed_queries(["un perro"], "es"), engine.text.embed(["un perro"], "es"), atol=1e-6
-    )
+    pipeline = routed.app.state.engine.pipeline  # type: ignore[attr-defined]
+    np.testing.assert_allclose(pipeline.embed_queries(["un perro"], "es"), text.embed(["un perro"], "es"), atol=1e-6)
 
 
 def test_queries_with_a_dictionary_are_scored_with_their_english_gloss(
@@ -142,9 +144,9 @@ def test_queries_with_a_dictionary_are_scored_with_their_english_gloss(
         answer = client.get("/search", params={"q": "Hund am Strand", "lang": "de", "k": "8"}).json()
         assert answer["language"]["gloss"] == "dog am beach"
         engine = client.app.state.engine  # type: ignore[attr-defined]
-        direct = engine.text.embed(["Hund am Strand"], "de")
-        expected = mix_towers(direct, engine.text.embed(["dog am beach"], "en"), 0.4)
-        np.testing.assert_allclose(engine.embed_queries(["Hund am Strand"], "de"), expected, atol=1e-6)
+        direct = engine.models.text.embed(["Hund am Strand"], "de")
+        expected = mix_towers(direct, engine.models.text.embed(["dog am beach"], "en"), 0.4)
+        np.testing.assert_allclose(engine.pipeline.embed_queries(["Hund am Strand"], "de"), expected, atol=1e-6)
         scores = [r["score"] for r in answer["results"]]
         best = engine.images.search(expected, 8)[0]
         np.testing.assert_allclose(scores, [h.score for h in best], atol=1e-5)

@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-from api_fixtures import fake_text_embedder
+from api_fixtures import fake_load_models, fake_text_embedder
 from conftest import FakeImageEncoder, write_random_images
 from typer.testing import CliRunner
 
-import indexer.tagging.loading as loading
+import indexer.query as query
 from app.cli import cli
 
 runner = CliRunner()
@@ -32,8 +32,8 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", FakeImageEncoder.name)
-    monkeypatch.setattr(loading, "load_text_embedder", lambda settings: fake_text_embedder())
-    monkeypatch.setattr(loading, "create_image_encoder", lambda spec, device="cpu": FakeImageEncoder(0))
+    monkeypatch.setattr(query, "load_models", fake_load_models)
+    monkeypatch.setattr(query.models, "load_models", fake_load_models)  # what load_text_tower calls
     (tmp_path / "captions.jsonl").write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="utf-8")
     return tmp_path
 

@@ -27,12 +27,10 @@ console = Console(stderr=True)
 
 
 def load_embedder(settings: ServiceSettings) -> TextEmbedder:
-    """The text side the service uses (tower + its text encoder); a seam for tests."""
-    from indexer.embedders import TextEmbedder  # torch: imported when a command needs it, not for --help
+    """The main text tower the service embeds captions with (the query pipeline's models); a seam for tests."""
+    from indexer.query import load_text_tower  # torch: imported when a command needs it, not for --help
 
-    embedder = TextEmbedder.from_tower(settings.tower_path, settings.resolved_models_dir, device=settings.device)
-    embedder.load()
-    return embedder
+    return load_text_tower(settings)
 
 
 @contextmanager

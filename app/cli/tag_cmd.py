@@ -79,8 +79,8 @@ def vocab_build(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Count content words (stop words removed) in your own text, embed them once, save a new version."""
+    from indexer.query import load_text_tower
     from indexer.tagging.cached import embed_cached
-    from indexer.tagging.loading import load_text_embedder
 
     code = parse_langs(lang)[0]
     settings = IndexerSettings()
@@ -90,7 +90,7 @@ def vocab_build(
     try:
         forms: dict[str, Counter[str]] = {}
         counts = count_words(files, code, word_list, forms)
-        text = load_text_embedder(settings)
+        text = load_text_tower(settings)
         if not text.encoder.supports(code) and not allow_unsupported:
             raise fail(
                 f"the text encoder {text.encoder.name!r} does not cover {code!r}; tags would be unreliable "
@@ -177,9 +177,10 @@ def register(cli: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print {lang: [{tag, score, source}]} as JSON."),
     ) -> None:
         """Tags for IMAGE in each language, chosen with the image as context (one per English source tag)."""
+        from indexer.query import load_models
         from indexer.tagging.cached import caption_retriever_from_file
         from indexer.tagging.caption_source import CaptionIndexRetriever
-        from indexer.tagging.loading import load_tagger, load_text_embedder
+        from indexer.tagging.loading import load_tagger
 
         langs = parse_langs(lang)
         if source not in (None, "auto", "imagenet", "captions"):
@@ -194,7 +195,8 @@ def register(cli: typer.Typer) -> None:
             raise fail(str(UnknownLanguageError(missing, available)))
         try:
             picture = load_image(image, max_pixels=settings.max_image_pixels)
-            text = load_text_embedder(settings)
+            models = load_models(settings, fast=False, glosses=False)
+            text = models.text
             retriever: CaptionRetriever | None = None
             if captions is not None:
                 retriever = caption_retriever_from_file(captions, text, settings.resolved_cache_dir)
@@ -208,7 +210,7 @@ def register(cli: typer.Typer) -> None:
                 )
                 retriever = CaptionIndexRetriever(caption_index)
             try:
-                tagger = load_tagger(settings, tag_settings, captions=retriever, text=text)
+                tagger = load_tagger(models, settings, tag_settings, captions=retriever)
                 result = tagger.tag(picture, langs, k, source=source)
             finally:
                 if caption_index is not None:

@@ -27,14 +27,15 @@ async def ready(request: Request) -> Response:
     if engine is None:
         return JSONResponse({"status": "loading"}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
     images, captions = await engine.run(lambda: (len(engine.images), len(engine.captions)))
+    models = engine.models
     body = Ready(
         status="ready",
         images=images,
         captions=captions,
-        text_encoder=engine.text.encoder.name,
-        fast_text_encoder=engine.fast_text.encoder.name if engine.fast_text is not None else None,
+        text_encoder=models.text.encoder.name,
+        fast_text_encoder=models.fast_text.encoder.name if models.fast_text is not None else None,
         image_encoder=engine.images.encoder.name,
-        gloss_languages=sorted(engine.translator.languages) if engine.translator is not None else [],
+        gloss_languages=sorted(models.glosses.languages) if models.glosses is not None else [],
         load_seconds={k: round(v, 4) for k, v in engine.load_seconds.items()},
     )
     return JSONResponse(body.model_dump())

@@ -16,16 +16,34 @@ from indexer.collection import Hit
 
 router = APIRouter(tags=["search"])
 
-MAX_K = 100
-MAX_OFFSET = 10_000
+# The hard ceilings of the schema; the configured limits (POLYGLOT_MAX_K, POLYGLOT_MAX_OFFSET) are checked per
+# request by :func:`check_page`, since they are settings, not import-time constants.
+K_CEILING = 1_000
+OFFSET_CEILING = 1_000_000
 # langdetect's codes → the text encoders' codes.
 _DETECTED_ALIASES = {"zh-cn": "zh"}
 
-KParam = Annotated[int, Query(ge=1, le=MAX_K, description=f"Results per page (1–{MAX_K}).")]
-OffsetParam = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Results to skip (pagination).")]
+KParam = Annotated[int, Query(ge=1, le=K_CEILING, description="Results per page (1 to POLYGLOT_MAX_K, default 100).")]
+OffsetParam = Annotated[
+    int, Query(ge=0, le=OFFSET_CEILING, description="Results to skip (at most POLYGLOT_MAX_OFFSET, default 10,000).")
+]
 MinScoreParam = Annotated[
     float | None, Query(ge=-1.0, le=1.0, description="Drop results scoring below this cosine similarity.")
 ]
+
+
+def check_page(engine: Engine, k: int, offset: int) -> None:
+    """422 when ``k`` or ``offset`` exceed the configured limits (they bound the work of one request)."""
+    settings = engine.settings
+    if k > settings.max_k:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"k must be at most {settings.max_k} (POLYGLOT_MAX_K)"
+        )
+    if offset > settings.max_offset:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"offset must be at most {settings.max_offset} (POLYGLOT_MAX_OFFSET): refine the query instead",
+        )
 
 
 def _detect(text: str) -> tuple[str | None, float | None]:
@@ -42,16 +60,16 @@ def _detect(text: str) -> tuple[str | None, float | None]:
 def _language(engine: Engine, q: str, lang: str | None) -> LanguageInfo:
     if lang is not None:
         code = lang.strip().lower()
-        if not engine.supports(code):
-            supported = ", ".join(engine.text_languages or [])
+        if not engine.pipeline.supports(code):
+            supported = ", ".join(engine.pipeline.languages or [])
             raise HTTPException(
                 status.HTTP_422_UNPROCESSABLE_CONTENT,
-                f"unsupported lang {lang!r}: the text encoder {engine.text.encoder.name!r} supports {supported} "
+                f"unsupported lang {lang!r}: the text encoder {engine.models.text.encoder.name!r} supports {supported} "
                 "(or leave lang out to detect it)",
             )
         return LanguageInfo(requested=code, used=code, supported=True)
     detected, probability = _detect(q)
-    known = engine.supports(detected) if detected else None
+    known = engine.pipeline.supports(detected) if detected else None
     return LanguageInfo(detected=detected, probability=probability, used=detected, supported=known)
 
 
@@ -82,7 +100,7 @@ def _page(
         for position, h in enumerate(hits)
         if h.id in metadata  # removed between the FAISS search and the SQL read: skip, never 500
     ]
-    next_offset = offset + k if more and offset + k <= MAX_OFFSET else None
+    next_offset = offset + k if more and offset + k <= engine.settings.max_offset else None
     return results, next_offset, len(engine.images)  # len takes the index's read lock: not on the event loop
 
 
@@ -105,6 +123,7 @@ async def search_text(
     offset: OffsetParam = 0,
     min_score: MinScoreParam = None,
 ) -> SearchResponse:
+    check_page(engine, k, offset)
     query = q.strip()
     if not query:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "empty query: q must contain some text")
@@ -117,7 +136,7 @@ async def search_text(
         language = await engine.run(_language, engine, query, lang)  # langdetect is slow pure Python
     else:
         language = _language(engine, query, lang)  # a set lookup: no thread hop
-    language.gloss = engine.gloss(query, language.used)  # dictionary lookups: microseconds
+    language.gloss = engine.pipeline.gloss(query, language.used)  # dictionary lookups: microseconds
     (results, next_offset, total), text_encoder = await engine.search_text(
         query, language.used, offset + k, lambda ranked: _page(engine, ranked, k, offset, min_score)
     )
@@ -153,6 +172,7 @@ async def search_image(
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT, "send exactly one of: an image file (field 'file') or 'image_id'"
         )
+    check_page(engine, k, offset)
     if image_id is not None:
         await record_or_404(engine, image_id)
         vector = await engine.run(engine.images.vector, image_id)
@@ -178,7 +198,7 @@ async def search_image(
 
 @router.get("/languages", response_model=LanguagesResponse, summary="Languages for queries and captions")
 async def languages(engine: EngineDep) -> LanguagesResponse:
-    text_langs = engine.text_languages
+    text_langs = engine.pipeline.languages
     caption_langs = await engine.run(engine.captions.languages)
     names = language_names([*(text_langs or []), *caption_langs])
     return LanguagesResponse(text_languages=text_langs, caption_languages=caption_langs, names=names)

@@ -16,9 +16,9 @@ from app.deps import EngineDep
 from app.engine import Engine
 from app.routers.common import decode_or_422, read_upload
 from indexer.tagging.caption_source import CaptionIndexRetriever
+from indexer.tagging.loading import load_tagger
 from indexer.tagging.settings import TaggingSettings
-from indexer.tagging.store import VocabularyStore
-from indexer.tagging.tagger import Tagger, UnknownLanguageError, tower_fingerprint
+from indexer.tagging.tagger import Tagger, UnknownLanguageError
 
 router = APIRouter(tags=["tagging"])
 
@@ -36,16 +36,8 @@ TagResponse = dict[str, list[TagOut]]
 
 def load_tagger_component(engine: Engine) -> None:
     """Start-up hook (blocking): a Tagger over the engine's models, stored as ``engine.components["tagger"]``."""
-    store = VocabularyStore.beside_index(engine.settings.resolved_index_dir)
-    engine.components["tagger"] = Tagger(
-        engine.images.encoder,
-        engine.text,
-        engine.text.tower.image_space,
-        store.load_all(),
-        settings=TaggingSettings(),
-        captions=CaptionIndexRetriever(engine.captions),
-        fingerprint=tower_fingerprint(engine.text.tower, engine.text.bridge),
-        store=store,
+    engine.components["tagger"] = load_tagger(
+        engine.models, engine.settings, TaggingSettings(), CaptionIndexRetriever(engine.captions)
     )
 
 

@@ -1,0 +1,132 @@
+"""Every model of the query pipeline, built from settings in one place.
+
+The service's lifespan, the CLI, the tagger, ``polyglot evaluate`` and the benchmarks all call
+:func:`load_models`: the main text tower (with its language bridge), the optional fast tower, the English-gloss
+dictionaries and the image encoder are wired and checked the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from indexer.embedders import TextEmbedder, shipped_tower_path
+from indexer.encoders.base import ImageEncoder
+from indexer.encoders.factory import create_image_encoder
+from indexer.image_space import ImageSpace
+from indexer.lexicon import LexiconTranslator
+from indexer.settings import IndexerSettings
+
+T = TypeVar("T")
+
+
+class ModelsError(ValueError):
+    """The configured models do not fit together; the message says which setting to change."""
+
+
+@dataclass
+class Models:
+    text: TextEmbedder  # the main tower: every language its encoder covers, captions and tags
+    image_encoder: ImageEncoder  # the frozen CNN (loaded on first use unless load_models(load_image=True))
+    fast_text: TextEmbedder | None = None  # a cheaper tower in the same image space (POLYGLOT_FAST_TOWER)
+    glosses: LexiconTranslator | None = None  # English glosses of queries (POLYGLOT_LEXICONS_DIR)
+    tower_names: dict[str, str] = field(default_factory=dict)  # "main"/"fast" → the tower folder's name
+    load_seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def image_space(self) -> ImageSpace:
+        return self.text.tower.image_space
+
+
+def timed(seconds: dict[str, float], name: str, fn: Callable[[], T]) -> T:
+    start = time.perf_counter()
+    result = fn()
+    seconds[name] = time.perf_counter() - start
+    return result
+
+
+def load_models(
+    settings: IndexerSettings,
+    *,
+    load_image: bool = False,
+    fast: bool = True,
+    glosses: bool = True,
+    bridge: bool = True,
+    sentence_cache: Path | None = None,
+    threads: int | None = None,
+    text: TextEmbedder | None = None,
+    fast_text: TextEmbedder | None = None,
+    image_encoder: ImageEncoder | None = None,
+) -> Models:
+    """Load (blocking: seconds) what ``settings`` configure. ``fast``/``glosses``/``bridge`` = False leave those
+    parts out whatever the settings say (e.g. the caption commands need the main tower alone); ``sentence_cache``
+    routes text encodings through the features cache (evaluation); ``threads`` sets the ONNX/numpy text encoders'
+    intra-op threads (the service: one per request).
+
+    ``text``/``fast_text``/``image_encoder``: ready parts used instead of loading them (tests pass small fakes);
+    a given main tower takes no fast tower from the settings, only the ``fast_text`` given with it."""
+    seconds: dict[str, float] = {}
+    main_path = settings.tower_path or shipped_tower_path()
+    fast_path = settings.resolved_fast_tower if fast else None
+    if text is None:
+        text = timed(seconds, "text_embedder", lambda: _load_text(main_path, settings, bridge, sentence_cache, threads))
+        if fast_path is not None:
+            fast_text = timed(
+                seconds, "fast_text_embedder", lambda: _load_text(fast_path, settings, bridge, sentence_cache, threads)
+            )
+    if text.tower.image_encoder != settings.image_encoder:
+        raise ModelsError(
+            f"the text tower was trained for image encoder {text.tower.image_encoder!r}, but "
+            f"POLYGLOT_IMAGE_ENCODER is {settings.image_encoder!r}: set it to {text.tower.image_encoder}"
+        )
+    names = {"main": Path(main_path).name}
+    if fast_text is not None:
+        check_same_space(text, fast_text, fast_path or "the fast tower")
+        names["fast"] = Path(fast_path).name if fast_path is not None else fast_text.encoder.name
+    translator = None
+    if glosses and settings.lexicons_dir is not None:
+        folder, langs = settings.lexicons_dir, text.languages
+        translator = timed(seconds, "lexicons", lambda: LexiconTranslator.from_folder(folder, langs))
+    image_encoder = image_encoder or create_image_encoder(settings.image_encoder, device=settings.device)
+    if load_image and not image_encoder.loaded:
+        timed(seconds, "image_encoder", image_encoder.load)
+    return Models(text, image_encoder, fast_text, translator, names, seconds)
+
+
+def _load_text(
+    folder: Path, settings: IndexerSettings, bridge: bool, sentence_cache: Path | None, threads: int | None
+) -> TextEmbedder:
+    embedder = TextEmbedder.from_tower(
+        folder, settings.resolved_models_dir, device=settings.device, bridge=bridge, sentence_cache=sentence_cache
+    )
+    if threads is not None and hasattr(embedder.encoder, "threads"):  # ONNX/numpy encoders read it at load
+        embedder.encoder.threads = threads
+    embedder.load()
+    return embedder
+
+
+def check_same_space(main: TextEmbedder, fast: TextEmbedder, fast_path: object) -> None:
+    """Both towers must search one index: same image encoder, image space and output size."""
+    ours, theirs = main.tower, fast.tower
+    same = (
+        ours.image_encoder == theirs.image_encoder
+        and ours.image_space.fingerprint == theirs.image_space.fingerprint
+        and main.dim == fast.dim
+    )
+    if not same:
+        raise ModelsError(
+            f"POLYGLOT_FAST_TOWER {fast_path} maps into {theirs.image_encoder} / "
+            f"{theirs.image_space.fingerprint}, the main tower into {ours.image_encoder} / "
+            f"{ours.image_space.fingerprint}: train it with --image-space-from the main tower, or set it to off"
+        )
+
+
+def load_text_tower(settings: IndexerSettings, folder: Path | None = None, **options: object) -> TextEmbedder:
+    """The main tower alone (with its bridge), e.g. to embed captions or tag vocabularies; ``folder`` overrides
+    ``settings.tower_path`` (research scripts compare towers)."""
+    if folder is not None:
+        settings = settings.model_copy(update={"tower_path": folder})
+    return load_models(settings, fast=False, glosses=False, **options).text  # type: ignore[arg-type]
