@@ -118,13 +118,19 @@ class TextTower(nn.Module):
             handle.write(save(tensors))
         atomic_write_json(folder / CONFIG_NAME, {**self.config, **(extra or {})})
 
+    @staticmethod
+    def read_config(folder: Path) -> dict[str, Any]:
+        """A saved tower's config.json (its encoders, image space, model card) without loading the weights."""
+        config_path = Path(folder) / CONFIG_NAME
+        if not config_path.exists():
+            raise FileNotFoundError(f"no text tower at {folder}: {CONFIG_NAME} is missing")
+        config: dict[str, Any] = json.loads(config_path.read_text(encoding="utf-8"))
+        return config
+
     @classmethod
     def from_pretrained(cls, folder: Path) -> TextTower:
         folder = Path(folder)
-        config_path = folder / CONFIG_NAME
-        if not config_path.exists():
-            raise FileNotFoundError(f"no text tower at {folder}: {CONFIG_NAME} is missing")
-        config = json.loads(config_path.read_text(encoding="utf-8"))
+        config = cls.read_config(folder)
         parameters = inspect.signature(cls.__init__).parameters
         known = {key: value for key, value in config.items() if key in parameters}  # the rest is the model card
         model = cls(**known)

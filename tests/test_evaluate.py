@@ -93,31 +93,3 @@ def test_label_bridge_beats_chance_on_toy_data(tmp_path: Path) -> None:
     # 15 images; chance R@5 = 1/3. The toy head names both colours, so the bridge is nearly perfect.
     for block in evaluation.report["languages"].values():
         assert block["t2i"]["r5"] > 0.6
-
-
-def test_ensemble_mixes_only_covered_languages_and_reduces_to_one_tower() -> None:
-    import dataclasses
-
-    import torch
-
-    from indexer.tower import TextTower
-    from training.evaluate import evaluate_ensemble, evaluate_tower
-
-    rng = np.random.default_rng(0)
-    split = split_of(6, ["en", "de"] * 6, [i // 2 for i in range(12)])
-    split = dataclasses.replace(
-        split,
-        image_features=rng.standard_normal((6, 5)).astype(np.float32),
-        text_embeddings=rng.standard_normal((12, 3)).astype(np.float32),
-    )
-    torch.manual_seed(0)
-    main = TextTower(input_dim=3, output_dim=5, hidden_dims=[8], dropouts=[0.0, 0.0], final_relu=False).eval()
-    second = TextTower(input_dim=3, output_dim=5, hidden_dims=[8], dropouts=[0.0, 0.0], final_relu=False).eval()
-    alone = evaluate_tower(main, split).report
-    assert evaluate_ensemble(main, second, split, split, 0.0, lambda lang: True).report == alone
-    assert evaluate_ensemble(main, second, split, split, 0.7, lambda lang: False).report == alone
-    mixed = evaluate_ensemble(main, second, split, split, 1.0, lambda lang: lang == "de").report
-    assert mixed["languages"]["en"] == alone["languages"]["en"]
-    assert mixed["languages"]["de"] == evaluate_tower(second, split).report["languages"]["de"]
-    with pytest.raises(ValueError, match="same captions"):
-        evaluate_ensemble(main, second, split, dataclasses.replace(split, caption_text=["x"] * 12), 0.5, str.isalpha)

@@ -9,7 +9,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+import indexer.embedders as embedders_module
 import indexer.encoders as encoders_module
+import indexer.query.models as query_models_module
 import training.train as train_module
 from app.cli import cli
 from indexer.model_files import MUSE_ONNX
@@ -22,10 +24,13 @@ runner = CliRunner()
 def toy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     torch.set_num_threads(1)
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
-    # train_cmd imports the factory when a command runs: patch it where it is looked up.
-    for module in (train_module, encoders_module):
-        monkeypatch.setattr(module, "create_image_encoder", lambda spec: ToyImageEncoder())
-        monkeypatch.setattr(module, "create_text_encoder", lambda spec, models_dir: ToyTextEncoder())
+    # The commands import the factory when they run: patch it where it is looked up (training, the evaluate
+    # command, and the query pipeline's model loading).
+    for module in (train_module, encoders_module, embedders_module, query_models_module):
+        monkeypatch.setattr(module, "create_image_encoder", lambda spec, **_: ToyImageEncoder(), raising=False)
+        monkeypatch.setattr(
+            module, "create_text_encoder", lambda spec, models_dir, **_: ToyTextEncoder(), raising=False
+        )
     return make_dataset(tmp_path / "data")
 
 
@@ -60,7 +65,10 @@ def test_train_then_evaluate(toy: Path, tmp_path: Path) -> None:
     assert by_source["en"]["synthetic"]["t2i"] == report["languages"]["en"]["t2i"]  # one source: the same recalls
     assert report["pool_images"] == 15 and set(report["languages"]) == {"de", "en", "fr"}
     saved = json.loads((tower / "config.json").read_text())["training"]["dev"]
-    assert report == saved
+    for lang, block in report["languages"].items():  # the served pipeline of one tower = training's measure
+        assert block.pop("route") == "main:tower" and block.pop("glosses") is False
+        assert block == saved["languages"][lang]
+    assert report["served"]["fast_tower"] == "off" and report["served"]["index_kind"] == "flat"
     code, output = invoke("evaluate", "--data", toy, "--baseline", "label-bridge", "--json", tmp_path / "b.json")
     assert code == 0, output
     assert json.loads((tmp_path / "b.json").read_text())["pool_images"] == 15

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,15 +59,22 @@ def read_captions(path: Path) -> Iterable[Caption]:
                 raise DatasetError(f"{path}:{number}: not a caption row ({exc})") from exc
 
 
-def load_dataset(root: Path, split: str, langs: Iterable[str] | None = None) -> CaptionDataset:
-    """Images of ``split`` (in split order) and their captions, optionally restricted to ``langs``."""
+def load_dataset(
+    root: Path, split: str, langs: Iterable[str] | None = None, extra: Sequence[Path] = ()
+) -> CaptionDataset:
+    """Images of ``split`` (in split order) and their captions, optionally restricted to ``langs``; ``extra``:
+    more caption files of the same schema whose rows for these images are added (after the data set's own)."""
     root = Path(root)
     images = read_split(root, split)
     wanted = set(images)
     keep_langs = set(langs) if langs else None
+    for path in extra:
+        if not Path(path).is_file():
+            raise DatasetError(f"caption file {path} does not exist")
     captions = [
         caption
-        for caption in read_captions(root / "captions.jsonl")
+        for path in (root / "captions.jsonl", *extra)
+        for caption in read_captions(path)
         if caption.image in wanted and (keep_langs is None or caption.lang in keep_langs)
     ]
     return CaptionDataset(root=root, images=images, captions=captions)

@@ -7,21 +7,19 @@ the DPCCA paper: caption→caption R@1 between two languages describing the same
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import permutations
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from indexer.bridge import LanguageBridge
-from indexer.embedders import mix_towers, with_glosses
 from indexer.encoders.base import ImageEncoder, TextEncoder
-from indexer.lexicon import LexiconTranslator
 from indexer.tower import TextTower
 from training.features import text_embeddings
-from training.metrics import KS, c2c_recall_at_1, language_recalls, recall_sum, t2i_ranks
+from training.metrics import KS, c2c_recall_at_1, language_recalls, recall_sum
+from training.metrics import t2i_ranks as exact_t2i_ranks
 from training.prepared import PreparedSplit
 
 
@@ -43,14 +41,17 @@ def evaluate_vectors(
     langs: Sequence[str] | None = None,
     rows: np.ndarray | None = None,
     with_c2c: bool = True,
+    t2i_ranks: np.ndarray | None = None,
 ) -> Evaluation:
-    """``images`` (n_images, D) and ``texts`` (n_captions, D): unit vectors in one space, aligned with ``split``."""
+    """``images`` (n_images, D) and ``texts`` (n_captions, D): unit vectors in one space, aligned with ``split``.
+    ``t2i_ranks`` (one per caption): text→image ranks found elsewhere (the served index), else exact ones."""
     rows = np.arange(len(texts)) if rows is None else rows
     languages: dict[str, Any] = {}
     for lang in langs or split.languages:
         lang_rows = rows[split.caption_lang[rows] == lang]
         if len(lang_rows):
-            languages[lang] = language_recalls(images, texts[lang_rows], split.caption_image[lang_rows])
+            given = t2i_ranks[lang_rows] if t2i_ranks is not None else None
+            languages[lang] = language_recalls(images, texts[lang_rows], split.caption_image[lang_rows], given)
     report = {
         "pool_images": len(images),
         "languages": languages,
@@ -59,12 +60,18 @@ def evaluate_vectors(
     if not with_c2c:  # the quick per-epoch check of training: recalls only
         return Evaluation(report)
     return Evaluation(
-        report, caption_to_caption(texts, split, list(languages)), recalls_by_source(images, texts, split, rows)
+        report,
+        caption_to_caption(texts, split, list(languages)),
+        recalls_by_source(images, texts, split, rows, t2i_ranks),
     )
 
 
 def recalls_by_source(
-    images: np.ndarray, texts: np.ndarray, split: PreparedSplit, rows: np.ndarray | None = None
+    images: np.ndarray,
+    texts: np.ndarray,
+    split: PreparedSplit,
+    rows: np.ndarray | None = None,
+    t2i_ranks: np.ndarray | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Text→image recalls per language and caption source (e.g. Multi30K task-1 translations vs independently
     written task-2 captions): separates what the language costs from what the kind of caption costs."""
@@ -77,7 +84,11 @@ def recalls_by_source(
         in_lang = evaluated & (split.caption_lang == lang)
         for source in sorted(set(split.caption_source[in_lang].tolist())):
             chosen = np.flatnonzero(in_lang & (split.caption_source == source))
-            ranks = t2i_ranks(texts[chosen], split.caption_image[chosen], images)
+            ranks = (
+                exact_t2i_ranks(texts[chosen], split.caption_image[chosen], images)
+                if t2i_ranks is None
+                else t2i_ranks[chosen]
+            )
             t2i = {f"r{k}": float(np.mean(ranks < k)) for k in KS}
             table.setdefault(lang, {})[source or "unknown"] = {"t2i": t2i, "queries": len(chosen)}
     return table
@@ -110,44 +121,15 @@ def caption_to_caption(texts: np.ndarray, split: PreparedSplit, langs: Sequence[
     return table
 
 
-@dataclass
-class Glosses:
-    """Queries scored together with their word-by-word English gloss, as the service does with
-    POLYGLOT_LEXICONS_DIR / POLYGLOT_LEXICON_WEIGHT (:func:`indexer.embedders.with_glosses`)."""
-
-    translator: LexiconTranslator
-    weight: float
-    encoder: TextEncoder  # the tower's sentence encoder, for the glosses (cached like the captions)
-    cache_dir: Path
-
-
-def _tower_texts(
-    tower: TextTower, split: PreparedSplit, bridge: LanguageBridge | None, glosses: Glosses | None = None
-) -> np.ndarray:
-    """The split's captions through the (bridged) tower, as queries at search time."""
+def _tower_texts(tower: TextTower, split: PreparedSplit, bridge: LanguageBridge | None) -> np.ndarray:
+    """The split's captions through the (bridged) tower alone, from the split's cached sentence embeddings."""
     if bridge is not None and bridge.text_encoder != tower.text_encoder:
         raise ValueError(
             f"the language bridge is for text encoder {bridge.text_encoder!r}, but the tower was trained on "
             f"{tower.text_encoder!r}: remove its bridge.json or use --no-bridge"
         )
-
-    def through_tower(sentences: np.ndarray, langs: Sequence[str | None]) -> np.ndarray:
-        return tower.embed(bridge.apply(sentences, langs) if bridge is not None else sentences)
-
-    langs = split.caption_lang.tolist()
-    if glosses is None:
-        return through_tower(split.text_embeddings, langs)
-    known = dict(zip(split.caption_text, split.text_embeddings, strict=True))
-
-    def embed(texts: list[str], text_langs: list[str | None]) -> np.ndarray:
-        new = [text for text in texts if text not in known]
-        if new:  # the glosses: the captions themselves are embedded already
-            known.update(
-                zip(new, text_embeddings(glosses.encoder, new, glosses.cache_dir, desc="glosses"), strict=True)
-            )
-        return through_tower(np.stack([known[text] for text in texts]), text_langs)
-
-    return with_glosses(embed, split.caption_text, langs, glosses.translator, glosses.weight)
+    sentences = split.text_embeddings
+    return tower.embed(bridge.apply(sentences, split.caption_lang.tolist()) if bridge is not None else sentences)
 
 
 def evaluate_tower(
@@ -155,31 +137,11 @@ def evaluate_tower(
     split: PreparedSplit,
     langs: Sequence[str] | None = None,
     bridge: LanguageBridge | None = None,
-    glosses: Glosses | None = None,
 ) -> Evaluation:
+    """One tower on the split's cached sentence embeddings (training's model card; the CLI's ``polyglot
+    evaluate`` measures the served pipeline instead, :mod:`training.served_eval`)."""
     images = tower.image_space.apply(split.image_features)
-    return evaluate_vectors(images, _tower_texts(tower, split, bridge, glosses), split, langs)
-
-
-def evaluate_ensemble(
-    main: TextTower,
-    second: TextTower,
-    split: PreparedSplit,
-    second_split: PreparedSplit,
-    weight: float,
-    covered: Callable[[str], bool],
-    bridge: LanguageBridge | None = None,
-) -> Evaluation:
-    """Two towers in one image space, scores averaged (:func:`indexer.embedders.mix_towers`) for the captions
-    whose language ``covered`` accepts (the second tower's encoder), the main tower alone for the others."""
-    if split.caption_text != second_split.caption_text:
-        raise ValueError("the two prepared splits must list the same captions in the same order")
-    images = main.image_space.apply(split.image_features)
-    texts = _tower_texts(main, split, bridge)
-    rows = np.flatnonzero([covered(lang) for lang in split.caption_lang.tolist()])
-    if len(rows):
-        texts[rows] = mix_towers(texts[rows], second.embed(second_split.text_embeddings[rows]), weight)
-    return evaluate_vectors(images, texts, split)
+    return evaluate_vectors(images, _tower_texts(tower, split, bridge), split, langs)
 
 
 def label_bridge_images(

@@ -39,9 +39,12 @@ def i2t_ranks(images: np.ndarray, texts: np.ndarray, text_image: np.ndarray) -> 
     return captioned, ranks
 
 
-def language_recalls(images: np.ndarray, texts: np.ndarray, text_image: np.ndarray) -> dict[str, object]:
-    """The JSON block of one language: t2i, i2t recalls, their mean mR and the number of text queries."""
-    t2i = _recalls(t2i_ranks(texts, text_image, images))
+def language_recalls(
+    images: np.ndarray, texts: np.ndarray, text_image: np.ndarray, ranks: np.ndarray | None = None
+) -> dict[str, object]:
+    """The JSON block of one language: t2i, i2t recalls, their mean mR and the number of text queries.
+    ``ranks``: the texts' text→image ranks when already known (e.g. from the served index)."""
+    t2i = _recalls(t2i_ranks(texts, text_image, images) if ranks is None else ranks)
     i2t = _recalls(i2t_ranks(images, texts, text_image)[1])
     values = [*t2i.values(), *i2t.values()]
     return {"t2i": t2i, "i2t": i2t, "mR": float(np.mean(values)), "queries": len(texts)}

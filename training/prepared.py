@@ -51,18 +51,21 @@ def prepare_split(
     split: str,
     langs: Sequence[str] | None,
     image_encoder: ImageEncoder,
-    text_encoder: TextEncoder,
+    text_encoder: TextEncoder | None,
     cache_dir: Path,
     captions_per_lang: int | None = None,
     max_images: int | None = None,
+    extra_captions: Sequence[Path] = (),
 ) -> PreparedSplit:
     """``captions_per_lang``: keep only the first N captions of each image in each language (file order).
     ``max_images``: keep a fixed random subset of N images (``random.Random(0)`` shuffle of the sorted ids), e.g.
-    to train on the part of a split whose text embeddings are already cached."""
+    to train on the part of a split whose text embeddings are already cached. ``text_encoder`` None: no sentence
+    embeddings (the served evaluation embeds the captions through the query pipeline). ``extra_captions``: more
+    JSONL files of the same schema (e.g. ``../shared/data/more-langs``), their rows of the split's images added."""
     root = Path(root)
     if not (root / "captions.jsonl").exists():
         raise DatasetError(f"{root} is not a caption data set: {root / 'captions.jsonl'} is missing")
-    dataset = load_dataset(root, split)
+    dataset = load_dataset(root, split, extra=extra_captions)
     check_languages(dataset, langs, split)
     if langs:
         dataset.captions = [caption for caption in dataset.captions if caption.lang in set(langs)]
@@ -92,7 +95,10 @@ def prepare_split(
     paths = [dataset.image_path(image) for image in dataset.images]
     features = image_features(image_encoder, paths, cache_dir, desc=split)
     texts = [caption.text for caption in captions]
-    embeddings = text_embeddings(text_encoder, texts, cache_dir, desc=f"{split} captions")
+    if text_encoder is None:
+        embeddings = np.zeros((len(texts), 0), dtype=np.float32)
+    else:
+        embeddings = text_embeddings(text_encoder, texts, cache_dir, desc=f"{split} captions")
     return PreparedSplit(
         images=list(dataset.images),
         image_features=features,

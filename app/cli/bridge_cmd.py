@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from app.cli.train_cmd import USER_ERRORS, _check_data, _fail, console
+from app.cli.evaluate_cmd import USER_ERRORS, check_data, console, fail
 from indexer.settings import IndexerSettings
 
 
@@ -29,7 +29,7 @@ def register(cli: typer.Typer) -> None:
         from training.data import load_dataset
 
         settings = IndexerSettings()
-        _check_data(data)
+        check_data(data)
         folder = tower or settings.tower_path or shipped_tower_path()
         codes = [code.strip().lower() for code in langs.split(",") if code.strip()]
         try:
@@ -40,7 +40,7 @@ def register(cli: typer.Typer) -> None:
             assert isinstance(encoder, HybridTextEncoder)  # fit_bridge refuses anything else
             before = {code: untouched_cosine(encoder, dataset, code, settings.resolved_cache_dir) for code in codes}
         except USER_ERRORS as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
         fitted.info.update({"data": str(data), "split": split, "untouched_cosine": before})
         fitted.save_pretrained(folder)
         console.print(

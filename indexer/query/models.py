@@ -71,6 +71,7 @@ def load_models(
     seconds: dict[str, float] = {}
     main_path = settings.tower_path or shipped_tower_path()
     fast_path = settings.resolved_fast_tower if fast else None
+    given = text is not None
     if text is None:
         text = timed(seconds, "text_embedder", lambda: _load_text(main_path, settings, bridge, sentence_cache, threads))
         if fast_path is not None:
@@ -84,8 +85,8 @@ def load_models(
         )
     names = {"main": Path(main_path).name}
     if fast_text is not None:
-        check_same_space(text, fast_text, fast_path or "the fast tower")
-        names["fast"] = Path(fast_path).name if fast_path is not None else fast_text.encoder.name
+        check_same_space(text, fast_text, "the fast tower" if given else fast_path)
+        names["fast"] = fast_text.encoder.name if given or fast_path is None else Path(fast_path).name
     translator = None
     if glosses and settings.lexicons_dir is not None:
         folder, langs = settings.lexicons_dir, text.languages

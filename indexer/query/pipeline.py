@@ -95,9 +95,7 @@ class QueryPipeline:
             out[rows] = self._embed_cached(route, [texts[i] for i in rows], [per_text[i] for i in rows])
         return out
 
-    def search_texts(
-        self, index: VectorSearch[HitT], items: Sequence[tuple[str, str | None, int]]
-    ) -> list[list[HitT]]:
+    def search_texts(self, index: VectorSearch[HitT], items: Sequence[tuple[str, str | None, int]]) -> list[list[HitT]]:
         """``(text, lang, depth)`` → the best ``depth`` hits of each, with one search call for all."""
         if not items:
             return []

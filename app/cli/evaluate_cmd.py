@@ -1,0 +1,171 @@
+"""``polyglot evaluate``: retrieval recalls per language on a split — by default of exactly what ``/search``
+serves with the current settings (:mod:`training.served_eval`), or of one tower alone (``--tower``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from indexer.encoders.factory import UnknownEncoderError
+from indexer.model_files import ChecksumError, ModelFileMissingError
+from indexer.settings import IndexerSettings
+from training.data import DatasetError
+
+if TYPE_CHECKING:
+    from training.evaluate import Evaluation
+
+console = Console(stderr=True)
+USER_ERRORS = (DatasetError, UnknownEncoderError, ModelFileMissingError, ChecksumError, FileNotFoundError, ValueError)
+
+
+def fail(message: str) -> typer.Exit:
+    console.print(f"[red]error:[/] {message}")
+    return typer.Exit(code=2)
+
+
+def check_data(data: Path) -> None:
+    if not data.is_dir():
+        raise fail(f"data folder {data} does not exist")
+
+
+def print_evaluation(title: str, evaluation: Evaluation) -> None:
+    pool = evaluation.report["pool_images"]
+    columns = ["lang", "queries", "t2i R@1", "R@5", "R@10", "i2t R@1", "R@5", "R@10", "mR"]
+    routed = any("route" in block for block in evaluation.report["languages"].values())
+    table = Table(*columns, *(["route"] if routed else []), title=f"{title} — pool {pool} images")
+    for lang, block in evaluation.report["languages"].items():
+        t2i, i2t = block["t2i"], block["i2t"]
+        cells = [t2i["r1"], t2i["r5"], t2i["r10"], i2t["r1"], i2t["r5"], i2t["r10"], block["mR"]]
+        route = [block["route"] + (" +glosses" if block.get("glosses") else "")] if routed else []
+        table.add_row(lang, str(block["queries"]), *(f"{c:.3f}" for c in cells), *route)
+    Console().print(table)
+    Console().print(f"A = {evaluation.report['A']:.3f}, sum of recalls = {evaluation.rsum:.3f} (pool {pool} images)")
+    if evaluation.c2c:
+        Console().print("caption→caption R@1: " + ", ".join(f"{k} {v:.3f}" for k, v in evaluation.c2c.items()))
+
+
+def print_by_source(evaluation: Evaluation) -> None:
+    table = Table("lang", "source", "queries", "t2i R@1", "R@5", "R@10", title="text→image by caption source")
+    for lang, sources in evaluation.by_source.items():
+        for source, block in sources.items():
+            t2i = block["t2i"]
+            table.add_row(lang, source, str(block["queries"]), *(f"{t2i[k]:.3f}" for k in ("r1", "r5", "r10")))
+    Console().print(table)
+
+
+def served_settings(
+    settings: IndexerSettings,
+    tower: Path | None,
+    ensemble_with: Path | None,
+    ensemble_weight: float | None,
+    lexicons: Path | None,
+    lexicon_weight: float | None,
+    no_glosses: bool,
+    encoders: dict[str, str | None],
+) -> IndexerSettings:
+    """The settings evaluated: the environment's (what ``polyglot serve`` would serve), changed by the options.
+    ``encoders``: the text/image encoders the user expects the tower to use (``--text-encoder``...), checked."""
+    from indexer.tower import TextTower
+
+    update: dict[str, Any] = {}
+    if tower is not None:  # one tower alone, on the image encoder it was trained for: no fast tower, no glosses
+        config = TextTower.read_config(tower)
+        for name, given in encoders.items():
+            expected = config.get(f"{name}_encoder")
+            if given and given != expected:
+                raise ValueError(f"the tower was trained with {name} encoder {expected!r}, not {given!r}")
+        update.update(tower_path=tower, fast_tower="off", lexicons_dir=None, image_encoder=config["image_encoder"])
+    if ensemble_with is not None:
+        update.update(fast_tower=str(ensemble_with), fast_tower_use="ensemble")
+    if ensemble_weight is not None:
+        update["fast_tower_weight"] = ensemble_weight
+    if lexicons is not None:
+        update["lexicons_dir"] = lexicons
+    if lexicon_weight is not None:
+        update["lexicon_weight"] = lexicon_weight
+    if no_glosses:
+        update["lexicons_dir"] = None
+    return settings.model_copy(update=update)
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command("evaluate")
+    def evaluate_command(
+        data: Path = typer.Option(..., help="Data set folder (images/, captions.jsonl, splits/*.txt)."),
+        split: str = typer.Option("dev", help="Split to evaluate on (its images are the pool)."),
+        tower: Path | None = typer.Option(
+            None,
+            help="Evaluate this tower alone (no fast tower, no glosses unless --lexicons) instead of the "
+            "served configuration.",
+        ),
+        extra_captions: list[Path] = typer.Option(
+            [], help="More caption files of the same schema (repeatable), e.g. ../shared/data/more-langs/*.jsonl."
+        ),
+        baseline: str | None = typer.Option(None, help="Evaluate a zero-training baseline instead: label-bridge."),
+        text_encoder: str | None = typer.Option(None, help="Text encoder for the baseline (default: settings)."),
+        image_encoder: str | None = typer.Option(None, help="Image encoder for the baseline (default: settings)."),
+        json_out: Path | None = typer.Option(None, "--json", help="Write the recalls (and each language's route)."),
+        c2c_json: Path | None = typer.Option(None, help="Write the caption→caption R@1 table here as JSON."),
+        no_bridge: bool = typer.Option(False, help="Leave the towers' language bridge out (to measure it)."),
+        by_source: Path | None = typer.Option(
+            None, help="Also text→image recalls per language and caption source: printed, and written here as JSON."
+        ),
+        ensemble_with: Path | None = typer.Option(
+            None, help="Serve this second tower with POLYGLOT_FAST_TOWER_USE=ensemble (overrides the settings)."
+        ),
+        ensemble_weight: float | None = typer.Option(
+            None, min=0.0, max=1.0, help="The second tower's share (POLYGLOT_FAST_TOWER_WEIGHT)."
+        ),
+        lexicons: Path | None = typer.Option(None, help="English-gloss dictionaries (POLYGLOT_LEXICONS_DIR)."),
+        lexicon_weight: float | None = typer.Option(
+            None, min=0.0, max=1.0, help="The gloss's share of the score (POLYGLOT_LEXICON_WEIGHT)."
+        ),
+        no_glosses: bool = typer.Option(False, help="Leave glosses out even if POLYGLOT_LEXICONS_DIR is set."),
+    ) -> None:
+        """Text→image and image→text Recall@1/5/10 per language, as /search serves them, plus caption→caption R@1."""
+        from indexer.atomic import atomic_write_json
+        from indexer.encoders import create_image_encoder, create_text_encoder
+        from indexer.query import QueryCache, QueryPipeline, load_models
+        from indexer.store.vectors import VectorIndexSettings
+        from training.evaluate import evaluate_label_bridge
+        from training.prepared import prepare_split
+        from training.served_eval import evaluate_served
+
+        settings = IndexerSettings()
+        check_data(data)
+        if baseline not in (None, "label-bridge"):
+            raise fail(f"unknown baseline {baseline!r}; the only baseline is label-bridge")
+        try:
+            cache = settings.resolved_cache_dir
+            if baseline:
+                image = create_image_encoder(image_encoder or settings.image_encoder)
+                text = create_text_encoder(text_encoder or settings.text_encoder, settings.resolved_models_dir)
+                prepared = prepare_split(data, split, None, image, text, cache, extra_captions=extra_captions)
+                evaluation = evaluate_label_bridge(image, text, prepared, cache)
+                title = f"label bridge {text.name} × {image.name} on {split}"
+            else:
+                encoders = {"text": text_encoder, "image": image_encoder}
+                served = served_settings(
+                    settings, tower, ensemble_with, ensemble_weight, lexicons, lexicon_weight, no_glosses, encoders
+                )
+                models = load_models(served, bridge=not no_bridge, sentence_cache=cache)
+                prepared = prepare_split(
+                    data, split, None, models.image_encoder, None, cache, extra_captions=extra_captions
+                )
+                pipeline = QueryPipeline(models, served, QueryCache(0))  # every caption is a new query
+                evaluation = evaluate_served(pipeline, prepared, VectorIndexSettings())
+                title = f"{'tower ' + str(tower) if tower else 'served configuration'} on {split}"
+        except USER_ERRORS as exc:  # LexiconError and ModelsError are ValueErrors
+            raise fail(str(exc)) from None
+        print_evaluation(title, evaluation)
+        if json_out:
+            atomic_write_json(json_out, evaluation.report)
+        if c2c_json:
+            atomic_write_json(c2c_json, evaluation.c2c)
+        if by_source:
+            print_by_source(evaluation)
+            atomic_write_json(by_source, evaluation.by_source)

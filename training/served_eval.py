@@ -1,0 +1,88 @@
+"""Evaluate exactly what ``/search`` serves: the query pipeline of the current settings, end to end.
+
+Every caption of the split is a query in its own language and goes through
+:meth:`indexer.query.QueryPipeline.embed_queries` — the route its language takes in the service (fast tower,
+main tower or both), its language bridge, its English gloss when dictionaries are configured — then through a
+vector index of the kind the service would build for a collection the size of the pool (``choose_kind``), so
+text→image recalls are those of ``/search``'s ranking. Image→text recalls rank the split's captions exactly, as
+``/captions`` does. Each language's block records the route that answered it (``route``) and whether glosses
+applied (``glosses``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from indexer.query import QueryPipeline
+from indexer.store.vectors import VectorIndex, VectorIndexSettings, choose_kind
+from training.evaluate import Evaluation, evaluate_vectors
+from training.metrics import KS
+from training.prepared import PreparedSplit
+
+DEPTH = max(KS)  # recalls up to R@10 need the ten best hits of each query
+
+
+@dataclass
+class ServedRanking:
+    texts: np.ndarray  # (n_captions, D) the query vectors the service computes
+    top: np.ndarray  # (n_captions, DEPTH) pool positions of the best images, best first (-1: none)
+    kind: str  # the index kind searched
+
+
+def served_queries(pipeline: QueryPipeline, split: PreparedSplit, batch_size: int = 1024) -> np.ndarray:
+    """Every caption through the pipeline, in its language (batched: a route's captions share encoder calls)."""
+    langs = split.caption_lang.tolist()
+    out = np.empty((len(split.caption_text), pipeline.models.text.dim), dtype=np.float32)
+    with tqdm(total=len(out), desc="queries through the served pipeline", unit="query") as bar:
+        for start in range(0, len(out), batch_size):
+            stop = min(start + batch_size, len(out))
+            out[start:stop] = pipeline.embed_queries(split.caption_text[start:stop], langs[start:stop])
+            bar.update(stop - start)
+    return out
+
+
+def served_ranking(
+    pipeline: QueryPipeline, split: PreparedSplit, index_settings: VectorIndexSettings, depth: int = DEPTH
+) -> ServedRanking:
+    """The best ``depth`` pool images of every caption, searched as the service searches its index."""
+    images = pipeline.models.image_space.apply(split.image_features)
+    kind = choose_kind(len(images), index_settings)
+    index = VectorIndex.build(np.arange(len(images)), images, kind, index_settings)
+    texts = served_queries(pipeline, split)
+    top = np.full((len(texts), depth), -1, dtype=np.int64)
+    for start in range(0, len(texts), 4096):
+        for row, result in enumerate(index.search(texts[start : start + 4096], depth), start=start):
+            top[row, : len(result.ids)] = result.ids
+    return ServedRanking(texts, top, kind)
+
+
+def ranks_from_top(top: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Rank of each query's own image among its top hits (``top.shape[1]`` when it is not there)."""
+    found = top == truth[:, None]
+    return np.where(found.any(axis=1), found.argmax(axis=1), top.shape[1])
+
+
+def evaluate_served(pipeline: QueryPipeline, split: PreparedSplit, index_settings: VectorIndexSettings) -> Evaluation:
+    ranking = served_ranking(pipeline, split, index_settings)
+    images = pipeline.models.image_space.apply(split.image_features)
+    t2i = ranks_from_top(ranking.top, split.caption_image)
+    evaluation = evaluate_vectors(images, ranking.texts, split, t2i_ranks=t2i)
+    glossed = pipeline.models.glosses.languages if pipeline.models.glosses is not None else frozenset()
+    for lang, block in evaluation.report["languages"].items():
+        block["route"] = pipeline.route_label(lang)
+        block["glosses"] = lang in glossed
+    settings = pipeline.settings
+    evaluation.report["served"] = {
+        "fast_tower": settings.fast_tower,
+        "fast_tower_use": settings.fast_tower_use,
+        "fast_tower_weight": settings.fast_tower_weight,
+        "towers": pipeline.models.tower_names,
+        "bridge": pipeline.models.text.bridge is not None,
+        "glosses": sorted(glossed),
+        "lexicon_weight": settings.lexicon_weight if glossed else None,
+        "index_kind": ranking.kind,
+    }
+    return evaluation
