@@ -30,6 +30,7 @@ from app.settings import ServiceSettings
 from indexer.captions import CaptionIndex
 from indexer.collection import Hit, ImageIndex
 from indexer.query import Models, QueryPipeline, load_models
+from indexer.query.language import warm_up as warm_up_language_detection
 from indexer.query.models import timed
 
 _worker_state = threading.local()
@@ -165,7 +166,7 @@ def assemble(
         "caption_index",
         lambda: CaptionIndex.open(settings.resolved_captions_dir, pipeline.models.text, settings.resolved_cache_dir),
     )
-    _warm_langdetect()
+    warm_up_language_detection()
     return Engine(
         settings=settings,
         pipeline=pipeline,
@@ -175,11 +176,3 @@ def assemble(
         records=RecordCache(images.store, settings.record_cache_seconds),
         load_seconds=seconds,
     )
-
-
-def _warm_langdetect() -> None:
-    # langdetect loads its profiles lazily and not thread-safely: do it once, before requests arrive.
-    from langdetect import DetectorFactory, detect_langs
-
-    DetectorFactory.seed = 0  # deterministic answers for the same text
-    detect_langs("warm up the language profiles")

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import bridge_cmd, captions_cmd, evaluate_cmd, index_cmd, models_cmd, serve_cmd, tag_cmd, train_cmd
+from app.cli import (
+    bridge_cmd,
+    captions_cmd,
+    evaluate_cmd,
+    index_cmd,
+    models_cmd,
+    search_cmd,
+    serve_cmd,
+    tag_cmd,
+    train_cmd,
+)
 from app.cli.logging_setup import configure_logging
 
 cli = typer.Typer(
@@ -30,6 +40,7 @@ cli.add_typer(tag_cmd.tags_app, name="tags")
 tag_cmd.register(cli)
 train_cmd.register(cli)
 evaluate_cmd.register(cli)
+search_cmd.register(cli)
 bridge_cmd.register(cli)
 serve_cmd.register(cli)
 

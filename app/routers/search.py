@@ -13,6 +13,7 @@ from app.language_names import language_names
 from app.routers.common import image_url, record_or_404, thumbnail_url, upload_vector
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
 from indexer.collection import Hit
+from indexer.query.language import detect_language
 
 router = APIRouter(tags=["search"])
 
@@ -20,8 +21,6 @@ router = APIRouter(tags=["search"])
 # request by :func:`check_page`, since they are settings, not import-time constants.
 K_CEILING = 1_000
 OFFSET_CEILING = 1_000_000
-# langdetect's codes → the text encoders' codes.
-_DETECTED_ALIASES = {"zh-cn": "zh"}
 
 KParam = Annotated[int, Query(ge=1, le=K_CEILING, description="Results per page (1 to POLYGLOT_MAX_K, default 100).")]
 OffsetParam = Annotated[
@@ -46,17 +45,6 @@ def check_page(engine: Engine, k: int, offset: int) -> None:
         )
 
 
-def _detect(text: str) -> tuple[str | None, float | None]:
-    from langdetect import detect_langs
-    from langdetect.lang_detect_exception import LangDetectException
-
-    try:
-        best = detect_langs(text)[0]
-    except (LangDetectException, IndexError):
-        return None, None  # digits, emoji, punctuation: nothing to detect
-    return _DETECTED_ALIASES.get(best.lang, best.lang), round(float(best.prob), 4)
-
-
 def _language(engine: Engine, q: str, lang: str | None) -> LanguageInfo:
     if lang is not None:
         code = lang.strip().lower()
@@ -68,7 +56,7 @@ def _language(engine: Engine, q: str, lang: str | None) -> LanguageInfo:
                 "(or leave lang out to detect it)",
             )
         return LanguageInfo(requested=code, used=code, supported=True)
-    detected, probability = _detect(q)
+    detected, probability = detect_language(q)
     known = engine.pipeline.supports(detected) if detected else None
     return LanguageInfo(detected=detected, probability=probability, used=detected, supported=known)
 

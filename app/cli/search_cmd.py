@@ -1,0 +1,92 @@
+"""``polyglot search``: query the index from the shell, without a running server (as rclip does).
+
+Same query pipeline as ``/search`` (:class:`indexer.query.QueryPipeline`): the route per language, the
+ensemble, the glosses and the index kind are those the service would use with the same settings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from indexer.settings import IndexerSettings
+
+console = Console(stderr=True)
+out = Console()
+
+
+def fail(message: str) -> typer.Exit:
+    console.print(f"[red]error:[/] {message}", highlight=False)
+    return typer.Exit(code=2)
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command("search")
+    def search(
+        query: str | None = typer.Argument(None, help="What to look for, in any supported language."),
+        lang: str | None = typer.Option(None, "--lang", help="Language of QUERY (ISO 639-1); default: detected."),
+        image: Path | None = typer.Option(None, "--image", help="Search by this image instead of a text."),
+        k: int = typer.Option(10, "--k", min=1, max=1000, help="Results to show."),
+        json_out: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    ) -> None:
+        """Images of the index that best match QUERY (or --image), best first: rank, score, id and path."""
+        from indexer.collection import ImageIndex, IndexMismatchError, IndexNotFoundError
+        from indexer.images import ImageDecodeError, load_image
+        from indexer.query import ModelsError, QueryPipeline, load_models
+        from indexer.query.language import detect_language
+
+        if (query is None) == (image is None):
+            raise fail("give a text QUERY or --image PATH (one of them)")
+        text = (query or "").strip()
+        if image is None and not text:
+            raise fail("empty query: give some text to look for")
+        if image is not None and not image.is_file():
+            raise fail(f"no such image file: {image}")
+        settings = IndexerSettings()
+        try:
+            models = load_models(settings)
+            pipeline = QueryPipeline(models, settings)
+            index = ImageIndex.open(
+                settings, image_space=models.image_space, create=False, encoder=models.image_encoder
+            )
+        except (IndexNotFoundError, IndexMismatchError, ModelsError, FileNotFoundError) as exc:
+            raise fail(str(exc)) from None
+        try:
+            if len(index) == 0:
+                raise fail(f"the index in {settings.resolved_index_dir} is empty: run `polyglot index add PATH...`")
+            answer: dict[str, Any]
+            if image is not None:
+                try:
+                    picture = load_image(image, max_pixels=settings.max_image_pixels)
+                except ImageDecodeError as exc:
+                    raise fail(f"{image}: {exc}") from None
+                hits = index.search(pipeline.embed_images([picture]), k)[0]
+                answer = {"image": str(image)}
+            else:
+                code = lang.strip().lower() if lang else detect_language(text)[0]
+                if lang and not pipeline.supports(code or ""):
+                    supported = ", ".join(pipeline.languages or [])
+                    raise fail(f"unsupported --lang {lang!r}: the text encoder supports {supported}")
+                hits = pipeline.search_texts(index, [(text, code, k)])[0]
+                answer = {"query": text, "lang": code, "route": pipeline.route_label(code)}
+            records = {record.id: record for record in (index.get(hit.id) for hit in hits) if record is not None}
+        finally:
+            index.close()
+        rows = [
+            {"rank": rank, "score": round(float(hit.score), 4), "id": hit.id, "path": records[hit.id].path}
+            for rank, hit in enumerate((h for h in hits if h.id in records), start=1)
+        ]
+        if json_out:
+            out.print_json(json.dumps({**answer, "results": rows}, ensure_ascii=False))
+            return
+        title = f"{answer.get('query') or answer.get('image')}" + (f" ({answer['lang']})" if answer.get("lang") else "")
+        table = Table("rank", "score", "id", title=title)
+        table.add_column("path", overflow="fold")  # a path is what the user copies: never cut it
+        for row in rows:
+            table.add_row(str(row["rank"]), f"{row['score']:.3f}", str(row["id"]), str(row["path"]))
+        out.print(table)
