@@ -39,11 +39,11 @@ from threadpoolctl import threadpool_limits
 
 from app.batcher import Batcher
 from app.schemas.images import ImageMetadata
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 from indexer.captions import CaptionIndex
-from indexer.collection import Hit, ImageIndex
 from indexer.embedders import TextEmbedder, mix_towers, with_glosses
-from indexer.lexicon import LexiconTranslator
+from indexer.glosses import LexiconTranslator
+from indexer.image_index import Hit, ImageIndex
 from indexer.store.metadata import ImageRecord, ImageRow
 
 log = logging.getLogger("app.engine")

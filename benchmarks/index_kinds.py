@@ -31,7 +31,7 @@ import faiss
 import numpy as np
 
 from indexer.embedders import TextEmbedder, shipped_fast_tower_path
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 from indexer.store.core import FAISS_NAME
 from indexer.store.sidecar import Sidecar
 from indexer.store.vectors import VectorIndex, VectorIndexSettings

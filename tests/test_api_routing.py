@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from app.engine import check_same_space
 from app.main import create_app
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 from indexer.bridge import LanguageBridge
 from indexer.embedders import mix_towers, shipped_fast_tower_path, shipped_tower_path
 

@@ -12,10 +12,10 @@ import pytest
 from conftest import FakeImageEncoder, write_random_images
 from PIL import Image
 
-from indexer.collection import ImageIndex, IndexMismatchError, IndexNotFoundError
+from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 from indexer.store.vectors import PQ_MIN_VECTORS, VectorIndexSettings
 
 L2 = ImageSpace("l2")
@@ -211,7 +211,7 @@ def test_other_encoder_or_space_is_a_clear_error(
 
 def test_default_space_comes_from_tower_config(tmp_settings: IndexerSettings, tmp_path: Path) -> None:
 
-    from indexer.collection import default_image_space
+    from indexer.image_index import default_image_space
 
     tower = tmp_path / "tower"
     tower.mkdir()

@@ -12,7 +12,7 @@ import pytest
 from tagging_fakes import FakeTextEmbedder
 
 from indexer.tagging.lexicon import Lexicon
-from indexer.tagging.sources import caption_source_tags, clean_class_name, imagenet_source_tags
+from indexer.tagging.source_tags import caption_source_tags, clean_class_name, imagenet_source_tags
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.text import content_words, tokenize, written_form
 from indexer.tagging.vocabulary import (

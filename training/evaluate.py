@@ -18,11 +18,11 @@ import numpy as np
 from indexer.bridge import LanguageBridge
 from indexer.embedders import mix_towers, with_glosses
 from indexer.encoders.base import ImageEncoder, TextEncoder
-from indexer.lexicon import LexiconTranslator
+from indexer.glosses import LexiconTranslator
 from indexer.tower import TextTower
 from training.features import text_embeddings
-from training.metrics import KS, c2c_recall_at_1, language_recalls, recall_sum, t2i_ranks
 from training.prepared import PreparedSplit
+from training.retrieval_metrics import KS, c2c_recall_at_1, language_recalls, recall_sum, t2i_ranks
 
 
 @dataclass

@@ -37,7 +37,7 @@ from indexer.tagging.cached import embed_cached
 from indexer.tagging.lexicon import Lexicon
 from indexer.tagging.metrics import Reference, content_recall, precision_at
 from indexer.tagging.ranking import DEFAULT_W1, DEFAULT_W2, assign_tags
-from indexer.tagging.sources import (
+from indexer.tagging.source_tags import (
     MatrixCaptionRetriever,
     caption_source_tags,
     clean_class_name,

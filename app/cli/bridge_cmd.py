@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from app.cli.train_cmd import USER_ERRORS, _check_data, _fail, console
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 
 
 def register(cli: typer.Typer) -> None:

@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from indexer.encoders.factory import UnknownEncoderError
-from indexer.lexicon import GLOSS_WEIGHT
+from indexer.glosses import GLOSS_WEIGHT
+from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import ChecksumError, ModelFileMissingError
-from indexer.settings import IndexerSettings
 from training.choices import LOSS_NAMES, SPACES
 from training.data import DatasetError
 
@@ -250,7 +250,7 @@ def register(cli: typer.Typer) -> None:
         from indexer.bridge import LanguageBridge
         from indexer.embedders import shipped_tower_path
         from indexer.encoders import create_image_encoder, create_text_encoder
-        from indexer.lexicon import LexiconTranslator
+        from indexer.glosses import LexiconTranslator
         from indexer.tower import TextTower
         from training.evaluate import Glosses, evaluate_ensemble, evaluate_label_bridge, evaluate_tower
         from training.prepared import prepare_split

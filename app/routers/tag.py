@@ -16,9 +16,9 @@ from app.deps import EngineDep
 from app.engine import Engine
 from app.routers.common import decode_or_422, read_upload
 from indexer.tagging.caption_source import CaptionIndexRetriever
-from indexer.tagging.settings import TaggingSettings
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.tagger import Tagger, UnknownLanguageError, tower_fingerprint
+from indexer.tagging.tagging_settings import TaggingSettings
 
 router = APIRouter(tags=["tagging"])
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from indexer.embedders import TextEmbedder
 from indexer.encoders import create_image_encoder
-from indexer.settings import IndexerSettings
-from indexer.tagging.settings import TaggingSettings
-from indexer.tagging.sources import CaptionRetriever
+from indexer.indexer_settings import IndexerSettings
+from indexer.tagging.source_tags import CaptionRetriever
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.tagger import Tagger, tower_fingerprint
+from indexer.tagging.tagging_settings import TaggingSettings
 
 
 def load_text_embedder(settings: IndexerSettings) -> TextEmbedder:

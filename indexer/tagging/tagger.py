@@ -22,14 +22,14 @@ from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
 from indexer.tagging.ranking import contextual_tags
-from indexer.tagging.settings import TaggingSettings
-from indexer.tagging.sources import (
+from indexer.tagging.source_tags import (
     CaptionRetriever,
     SourceKind,
     caption_source_tags,
     imagenet_source_tags,
 )
 from indexer.tagging.store import VocabularyStore
+from indexer.tagging.tagging_settings import TaggingSettings
 from indexer.tagging.vocabulary import Vocabulary, VocabularyError
 
 log = logging.getLogger(__name__)

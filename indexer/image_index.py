@@ -39,7 +39,7 @@ from indexer.encoders.base import ImageEncoder
 from indexer.encoders.factory import create_image_encoder
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, content_hash, decode_image
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 from indexer.store.core import FAISS_NAME, AddReport, IndexCore
 from indexer.store.ingest import Item, upload_suffix, user_fields
 from indexer.store.locks import IndexBusyError

@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from indexer.lexicon import GLOSS_WEIGHT
-from indexer.settings import IndexerSettings
+from indexer.glosses import GLOSS_WEIGHT
+from indexer.indexer_settings import IndexerSettings
 
 
 class ServiceSettings(IndexerSettings):
