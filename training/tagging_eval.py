@@ -11,7 +11,7 @@ own captions). For every evaluated image and language, each method yields ``k`` 
 * ``image-only`` (W2 = 0) and ``text-only`` (W1 = 0): the two halves of eq. 5 alone, same assignment;
 * ``lexicon``: word-level translation of the same source tags with the MUSE lexicon (cannot see the image).
 
-Metrics (see :mod:`indexer.tagging.metrics`): precision@5 against the image's captions in that language, and
+Metrics (see :mod:`training.tag_metrics`): precision@5 against the image's captions in that language, and
 recall of the captions' content words by all ``k`` tags. Each method runs with both source-tag kinds
 (ImageNet classes, retrieved captions' words).
 """
@@ -34,8 +34,6 @@ from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.embedders import TextEmbedder, shipped_tower_path
 from indexer.encoders import create_image_encoder
 from indexer.tagging.cached import embed_cached
-from indexer.tagging.lexicon import Lexicon
-from indexer.tagging.metrics import Reference, content_recall, precision_at
 from indexer.tagging.ranking import DEFAULT_W1, DEFAULT_W2, assign_tags
 from indexer.tagging.source_tags import (
     MatrixCaptionRetriever,
@@ -48,6 +46,8 @@ from indexer.tagging.text import count_content_words, normalise_text
 from indexer.tagging.vocabulary import Vocabulary, build_vocabulary
 from training.data import load_dataset
 from training.features import image_features
+from training.lexicon_baseline import Lexicon
+from training.tag_metrics import Reference, content_recall, precision_at
 
 WEIGHTINGS = {"contextual": None, "image-only": (1.0, 0.0), "text-only": (0.0, 1.0)}
 SOURCE_KINDS = ("imagenet", "captions")

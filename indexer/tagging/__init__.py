@@ -2,8 +2,8 @@
 
 Modules: ``text`` (tokens, stop words), ``vocabulary`` (building a target vocabulary), ``store`` (versioned
 vocabularies on disk), ``source_tags`` (English source tags), ``ranking`` (eq. 3–5), ``tagger`` (the ``Tagger``),
-``loading`` (a ready ``Tagger`` from settings), ``lexicon`` (the word-translation baseline).
-Nothing here does I/O at import.
+``loading`` (a ready ``Tagger`` from settings), ``tagging_settings`` (``POLYGLOT_TAG_*``). Evaluation-only code
+(the word-translation baseline, tag precision metrics) lives in ``training/``. Nothing here does I/O at import.
 """
 
 from indexer.tagging.ranking import RankedTag, contextual_tags
