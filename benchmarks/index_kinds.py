@@ -81,7 +81,7 @@ def main() -> None:
     sidecar = Sidecar.load(folder)
     if sidecar is None:
         raise SystemExit(f"no index in {folder}: run `polyglot index add` first")
-    stored = VectorIndex.load(folder / FAISS_NAME, sidecar.index_type)
+    stored = VectorIndex.load(folder / FAISS_NAME, sidecar.index_type, settings.vector_index)
     ids = stored.ids()
     vectors = stored.reconstruct_many(ids)
     row_of = {int(i): row for row, i in enumerate(ids)}

@@ -10,6 +10,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from indexer.store.index_kinds import VectorIndexSettings
+
 
 def default_home() -> Path:
     """Where models, indices and caches live unless configured: ``./var`` of the working directory."""
@@ -36,6 +38,11 @@ class IndexerSettings(BaseSettings):
     )
     torch_threads: int | None = Field(default=None, ge=1, le=256, description="torch intra-op threads.")
     device: str = Field(default="cpu", description="torch device for the encoders: cpu or cuda.")
+    # Its own env prefix (POLYGLOT_INDEX_KIND, ...), read here with the rest of the settings: the library is
+    # handed the values and never reads the environment itself.
+    vector_index: VectorIndexSettings = Field(
+        default_factory=VectorIndexSettings, description="FAISS index kind rule and tuning (POLYGLOT_INDEX_*)."
+    )
 
     @property
     def resolved_index_dir(self) -> Path:

@@ -24,15 +24,17 @@ from indexer.feature_cache import FeatureCache
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.indexer_settings import IndexerSettings
+from indexer.store.index_kinds import KINDS, VectorIndexSettings, choose_kind
 from indexer.store.ingest import Item, header_size
 from indexer.store.locks import IndexBusyError, ReadWriteLock, process_lock
 from indexer.store.metadata import ImageRecord, MetadataStore
 from indexer.store.sidecar import Sidecar
-from indexer.store.vectors import KINDS, VectorIndex, VectorIndexSettings, choose_kind
+from indexer.store.vectors import VectorIndex
 
-log = logging.getLogger("indexer.image_index")
+log = logging.getLogger("indexer.image_index")  # logged under the public class's module
 
 FAISS_NAME = "vectors.faiss"
+DB_NAME = "metadata.sqlite"
 LOCK_NAME = ".write.lock"
 
 

@@ -19,7 +19,7 @@ def load_text_embedder(settings: IndexerSettings) -> TextEmbedder:
 
 def load_tagger(
     settings: IndexerSettings,
-    tag_settings: TaggingSettings | None = None,
+    tag_settings: TaggingSettings,
     captions: CaptionRetriever | None = None,
     text: TextEmbedder | None = None,
 ) -> Tagger:
@@ -38,7 +38,7 @@ def load_tagger(
         text,
         text.tower.image_space,
         store.load_all(),
-        settings=tag_settings or TaggingSettings(),
+        settings=tag_settings,
         captions=captions,
         fingerprint=tower_fingerprint(text.tower, text.bridge),
         store=store,

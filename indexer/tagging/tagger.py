@@ -83,7 +83,7 @@ class Tagger:
         text: TextEmbedding,
         image_space: ImageSpace,
         vocabularies: dict[str, Vocabulary],
-        settings: TaggingSettings | None = None,
+        settings: TaggingSettings,
         captions: CaptionRetriever | None = None,
         fingerprint: str | None = None,
         store: VocabularyStore | None = None,
@@ -91,7 +91,7 @@ class Tagger:
         self.image_encoder = image_encoder
         self.text = text
         self.image_space = image_space
-        self.settings = settings or TaggingSettings()
+        self.settings = settings
         self.captions = captions
         self.fingerprint = fingerprint
         self._lock = threading.Lock()
