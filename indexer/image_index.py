@@ -47,9 +47,9 @@ from indexer.store.opening import (
     IndexMismatchError,
     IndexNotFoundError,
     check_encoder,
+    create_sidecar,
     default_image_space,
     is_stale,
-    new_sidecar,
     read_sidecar,
     space_config,
 )
@@ -95,14 +95,12 @@ class ImageIndex(IndexCore):
         space = image_space or default_image_space(settings)
         stale = is_stale(folder, sidecar, space, rebuild_if_stale=rebuild_if_stale)
         if sidecar is None:
-            sidecar = new_sidecar(encoder, space)
-            sidecar.save(folder)
-        index_settings = settings.vector_index
+            sidecar = create_sidecar(folder, encoder, space)
         store = MetadataStore(settings.database_url or sqlite_url(folder / DB_NAME))
         vectors = None
         if (folder / FAISS_NAME).exists():
-            vectors = VectorIndex.load(folder / FAISS_NAME, sidecar.index_type, index_settings)
-        index = cls(folder, settings, encoder, space, sidecar, store, vectors, index_settings)
+            vectors = VectorIndex.load(folder / FAISS_NAME, sidecar.index_type, settings.vector_index)
+        index = cls(folder, settings, encoder, space, sidecar, store, vectors, settings.vector_index)
         try:
             if stale:
                 index.rebuilt_on_open = index.rebuild(progress=progress)

@@ -68,11 +68,14 @@ def is_stale(folder: Path, sidecar: Sidecar | None, space: ImageSpace, *, rebuil
     return stale
 
 
-def new_sidecar(encoder: ImageEncoder, space: ImageSpace) -> Sidecar:
-    return Sidecar(
+def create_sidecar(folder: Path, encoder: ImageEncoder, space: ImageSpace) -> Sidecar:
+    """The sidecar of a new, empty index, saved in ``folder``."""
+    sidecar = Sidecar(
         image_encoder=encoder.name,
         dim=encoder.dim or None,
         index_type="flat",
         image_space=space_config(space),
         files={"vectors": FAISS_NAME, "metadata": DB_NAME},
     )
+    sidecar.save(folder)
+    return sidecar
