@@ -13,7 +13,7 @@ from fastapi import Depends, HTTPException, Request, Security, status
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from app.engine import Engine
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 
 _api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The admin key (POLYGLOT_API_KEY).")
 _bearer = HTTPBearer(auto_error=False, description="The admin key as a bearer token (alternative to X-API-Key).")

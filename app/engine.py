@@ -26,9 +26,9 @@ from threadpoolctl import threadpool_limits
 from app.batcher import Batcher
 from app.record_cache import RecordCache
 from app.schemas.images import ImageMetadata
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 from indexer.captions import CaptionIndex
-from indexer.collection import Hit, ImageIndex
+from indexer.image_index import Hit, ImageIndex
 from indexer.query import Models, QueryPipeline, load_models
 from indexer.query.language import warm_up as warm_up_language_detection
 from indexer.query.models import timed

@@ -31,10 +31,10 @@ from fastapi.staticfiles import StaticFiles
 
 from app.body_limit import BodyLimitMiddleware
 from app.engine import Engine, load_engine
-from app.metrics import Metrics, RequestMetricsMiddleware
+from app.prometheus_metrics import Metrics, RequestMetricsMiddleware
 from app.routers import captions, health, images, search, tag
 from app.schemas.search import SCORE_DOC
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 
 log = logging.getLogger("app")
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from indexer.captions import read_captions
 from indexer.feature_cache import FeatureCache, text_key
+from indexer.indexer_settings import IndexerSettings
 from indexer.query import load_text_tower
-from indexer.settings import IndexerSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "m30k-f8k"

@@ -31,8 +31,8 @@ import faiss
 import numpy as np
 
 from indexer.embedders import TextEmbedder, shipped_fast_tower_path
+from indexer.indexer_settings import IndexerSettings
 from indexer.query import load_text_tower
-from indexer.settings import IndexerSettings
 from indexer.store.core import FAISS_NAME
 from indexer.store.sidecar import Sidecar
 from indexer.store.vectors import VectorIndex, VectorIndexSettings
@@ -82,7 +82,7 @@ def main() -> None:
     sidecar = Sidecar.load(folder)
     if sidecar is None:
         raise SystemExit(f"no index in {folder}: run `polyglot index add` first")
-    stored = VectorIndex.load(folder / FAISS_NAME, sidecar.index_type)
+    stored = VectorIndex.load(folder / FAISS_NAME, sidecar.index_type, settings.vector_index)
     ids = stored.ids()
     vectors = stored.reconstruct_many(ids)
     row_of = {int(i): row for row, i in enumerate(ids)}

@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from indexer.collection import ImageIndex
+from indexer.image_index import ImageIndex
+from indexer.image_sources import expand_sources
 from indexer.image_space import ImageSpace
 from indexer.images import decode_image
-from indexer.settings import IndexerSettings
-from indexer.sources import expand_sources
+from indexer.indexer_settings import IndexerSettings
 
 DEFAULT_IMAGES = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k" / "images"
 

@@ -35,7 +35,7 @@ CHROMIUM_ARGS = [
 
 def index_dev_captions(captions_dir: Path, tower: Path | None) -> None:
     from app.cli.captions_cmd import load_embedder
-    from app.settings import ServiceSettings
+    from app.service_settings import ServiceSettings
     from indexer.captions import CaptionIndex, read_captions
 
     settings = ServiceSettings(captions_dir=captions_dir, tower_path=tower)

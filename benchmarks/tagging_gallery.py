@@ -22,14 +22,14 @@ import torch
 from indexer.atomic import atomic_write_bytes
 from indexer.embedders import shipped_tower_path
 from indexer.encoders import create_image_encoder
+from indexer.indexer_settings import IndexerSettings
 from indexer.query import load_text_tower
-from indexer.settings import IndexerSettings
 from indexer.tagging.cached import embed_cached
-from indexer.tagging.lexicon import Lexicon
 from indexer.tagging.ranking import DEFAULT_W1, DEFAULT_W2, contextual_tags
 from indexer.tagging.text import tokenize
 from training.data import load_dataset
 from training.features import image_features
+from training.lexicon_baseline import Lexicon
 from training.tagging_eval import build_vocabularies
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -25,7 +25,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 from indexer.atomic import atomic_write_json
 from indexer.captions import Caption
 from indexer.query import load_text_tower

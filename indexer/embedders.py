@@ -16,8 +16,8 @@ from PIL import Image
 from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.factory import create_image_encoder, create_text_encoder
+from indexer.glosses import LexiconTranslator
 from indexer.image_space import ImageSpace
-from indexer.lexicon import LexiconTranslator
 from indexer.sentence_cache import cached_sentences
 from indexer.tower import TextTower
 from indexer.unit import unit_rows

@@ -17,14 +17,14 @@ from pydantic import SecretStr
 
 from app.engine import Engine, assemble
 from app.main import create_app
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 from indexer.captions import Caption
-from indexer.collection import ImageIndex
 from indexer.embedders import TextEmbedder
 from indexer.encoders.base import TextEncoder
+from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
+from indexer.indexer_settings import IndexerSettings
 from indexer.query import Models, QueryPipeline, load_models
-from indexer.settings import IndexerSettings
 from indexer.tower import TextTower
 
 API_KEY = "test-admin-key"

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from indexer.encoders.base import ImageEncoder
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 
 # Keep tests light on the shared 2-core machine.
 os.environ.setdefault("OMP_NUM_THREADS", "1")

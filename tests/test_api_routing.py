@@ -11,7 +11,7 @@ from api_fixtures import CAPTIONS, FakeTextEncoder, fake_engine_factory, fake_te
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 from indexer.bridge import LanguageBridge
 from indexer.embedders import mix_towers, shipped_fast_tower_path, shipped_tower_path
 from indexer.query.models import ModelsError, check_same_space

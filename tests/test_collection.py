@@ -12,10 +12,10 @@ import pytest
 from conftest import FakeImageEncoder, write_random_images
 from PIL import Image
 
-from indexer.collection import ImageIndex, IndexMismatchError, IndexNotFoundError
+from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 from indexer.store.vectors import PQ_MIN_VECTORS, VectorIndexSettings
 
 L2 = ImageSpace("l2")
@@ -151,15 +151,15 @@ def test_remove_and_rebuild(tmp_settings: IndexerSettings, tmp_path: Path, fake_
 
 def test_kind_follows_size_rule(tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder) -> None:
     paths = write_random_images(tmp_path / "in", 10)
-    rule = VectorIndexSettings(exact_max=5, hnsw_max=1000)
-    with open_index(tmp_settings, fake_encoder, index_settings=rule) as index:
+    settings = tmp_settings.model_copy(update={"vector_index": VectorIndexSettings(exact_max=5, hnsw_max=1000)})
+    with open_index(settings, fake_encoder) as index:
         index.add_paths(paths[:4], progress=False)
         assert index.stats()["index_type"] == "flat"
         index.add_paths(paths, progress=False)
         assert index.stats()["index_type"] == "hnsw" and index.info["index_type"] == "hnsw"
         assert index.search(index.vector(7), k=1)[0][0].id == 7  # type: ignore[arg-type]
         assert index.remove([7]) == 1 and len(index) == 9
-    with open_index(tmp_settings, FakeImageEncoder(0), index_settings=rule) as reopened:
+    with open_index(settings, FakeImageEncoder(0)) as reopened:
         assert reopened.stats()["index_type"] == "hnsw" and len(reopened) == 9
 
 
@@ -170,7 +170,8 @@ def test_growth_into_pq_refine_keeps_exact_scores_and_removal(
     # The fake features of random pixels are near-uniform noise, on which 4-bit codes rank poorly: a shortlist as
     # long as the collection makes the re-ranking exhaustive here (test_vectors.py checks the short one).
     rule = VectorIndexSettings(flat_max=10, refine_factor=1000)
-    with open_index(tmp_settings, fake_encoder, index_settings=rule) as index:
+    settings = tmp_settings.model_copy(update={"vector_index": rule})
+    with open_index(settings, fake_encoder) as index:
         index.add_paths(paths[:10], progress=False)
         assert index.stats()["index_type"] == "flat"
         index.add_paths(paths, progress=False)
@@ -182,7 +183,7 @@ def test_growth_into_pq_refine_keeps_exact_scores_and_removal(
         assert index.remove([42]) == 1
         assert all(hit.id != 42 for hit in index.search(query, k=5)[0])
         assert_consistent(index)
-    with open_index(tmp_settings, FakeImageEncoder(0), index_settings=rule) as reopened:
+    with open_index(settings, FakeImageEncoder(0)) as reopened:
         assert reopened.stats()["index_type"] == "pq-refine" and len(reopened) == len(paths) - 1
 
 
@@ -211,7 +212,7 @@ def test_other_encoder_or_space_is_a_clear_error(
 
 def test_default_space_comes_from_tower_config(tmp_settings: IndexerSettings, tmp_path: Path) -> None:
 
-    from indexer.collection import default_image_space
+    from indexer.store.opening import default_image_space
 
     tower = tmp_path / "tower"
     tower.mkdir()

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from conftest import FakeImageEncoder, write_random_images
 
-from indexer.collection import ImageIndex
+from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 
 TESTS_DIR = Path(__file__).parent
 WRITER = textwrap.dedent(
@@ -25,9 +25,9 @@ WRITER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, os.environ["TESTS_DIR"])
     from conftest import FakeImageEncoder
-    import indexer.collection as collection
+    import indexer.image_index as collection
     from indexer.image_space import ImageSpace
-    from indexer.settings import IndexerSettings
+    from indexer.indexer_settings import IndexerSettings
 
     collection.CHECKPOINT_SECONDS = float(os.environ["CHECKPOINT_SECONDS"])
     root = Path(os.environ["ROOT"])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import write_random_images
 
-from indexer.sources import SourceError, expand_sources
+from indexer.image_sources import SourceError, expand_sources
 
 
 def test_folder_is_recursive_sorted_and_skips_hidden_and_non_images(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
 from app.main import create_app
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
 

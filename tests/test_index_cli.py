@@ -23,7 +23,7 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("POLYGLOT_TOWER_PATH", str(tmp_path / "no-tower"))  # plain l2 space
     monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", "efficientnet-lite0")
     # The CLI builds its encoder from settings; swap in the fast fake one, keeping the name check honest.
-    monkeypatch.setattr("indexer.collection.create_image_encoder", lambda spec, device="cpu": _named_fake(spec))
+    monkeypatch.setattr("indexer.image_index.create_image_encoder", lambda spec, device="cpu": _named_fake(spec))
     return tmp_path
 
 

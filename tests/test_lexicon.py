@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from indexer.embedders import mix_towers, with_glosses
-from indexer.lexicon import LexiconError, LexiconTranslator
+from indexer.glosses import LexiconError, LexiconTranslator
 
 
 def write_lexicons(folder: Path) -> Path:

@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 import indexer.query as query
 from app.cli import cli
-from indexer.collection import ImageIndex
+from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
+from indexer.indexer_settings import IndexerSettings
 from indexer.query import QueryPipeline
-from indexer.settings import IndexerSettings
 
 runner = CliRunner()
 
@@ -29,7 +29,7 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "var"))
     monkeypatch.setenv("POLYGLOT_TOWER_PATH", str(tmp_path / "no-tower"))  # plain l2 space, as the fake tower's
     monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", FakeImageEncoder.name)
-    monkeypatch.setattr("indexer.collection.create_image_encoder", lambda spec, device="cpu": FakeImageEncoder(0))
+    monkeypatch.setattr("indexer.image_index.create_image_encoder", lambda spec, device="cpu": FakeImageEncoder(0))
     monkeypatch.setattr(query, "load_models", fake_load_models)
     return tmp_path
 

@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 
 from app.engine import Engine, assemble
 from app.main import create_app
-from app.settings import ServiceSettings
-from indexer.collection import ImageIndex
+from app.service_settings import ServiceSettings
+from indexer.image_index import ImageIndex
 from indexer.query import QueryCache, QueryPipeline, load_models
 from indexer.store.vectors import VectorIndexSettings
 from training.prepared import prepare_split

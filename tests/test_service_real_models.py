@@ -12,9 +12,9 @@ from PIL import Image
 from threadpoolctl import threadpool_info
 
 from app.main import create_app
-from app.settings import ServiceSettings
-from indexer.collection import ImageIndex
+from app.service_settings import ServiceSettings
 from indexer.embedders import shipped_tower_path
+from indexer.image_index import ImageIndex
 
 pytestmark = pytest.mark.slow
 REPO_MODELS = Path(__file__).resolve().parents[1] / "var" / "models"

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from PIL import Image
 
 from app.main import create_app
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.vocabulary import build_vocabulary
 

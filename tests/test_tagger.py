@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tagging_fakes import FakeTextEmbedder, make_tagger, solid, unit, vocabulary
 
-from indexer.tagging.sources import MatrixCaptionRetriever
+from indexer.tagging.source_tags import MatrixCaptionRetriever
 from indexer.tagging.tagger import Tagger, UnknownLanguageError
 
 BLUE, RED = (10, 10, 250), (250, 10, 10)

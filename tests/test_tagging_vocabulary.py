@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from tagging_fakes import FakeTextEmbedder
 
-from indexer.tagging.lexicon import Lexicon
-from indexer.tagging.sources import caption_source_tags, clean_class_name, imagenet_source_tags
+from indexer.tagging.source_tags import caption_source_tags, clean_class_name, imagenet_source_tags
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.text import content_words, tokenize, written_form
 from indexer.tagging.vocabulary import (
@@ -22,6 +21,7 @@ from indexer.tagging.vocabulary import (
     read_texts,
     read_word_list,
 )
+from training.lexicon_baseline import Lexicon
 
 
 def test_tokenize_handles_accents_elision_hyphens_and_digits() -> None:

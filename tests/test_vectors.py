@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from indexer.indexer_settings import IndexerSettings
 from indexer.store.vectors import (
     PQ_MIN_VECTORS,
     SearchResult,
@@ -50,7 +51,7 @@ def test_exact_search_matches_numpy_reference() -> None:
     data = unit(rng.normal(size=(500, 32)))
     ids = rng.permutation(10_000)[:500].astype(np.int64)  # arbitrary, non-contiguous ids
     queries = unit(rng.normal(size=(20, 32)))
-    index = VectorIndex.build(ids, data, "flat")
+    index = VectorIndex.build(ids, data, "flat", VectorIndexSettings())
     results = index.search(queries, 10)
     want_ids, want_scores = brute_force(queries, data, ids, 10)
     for row, result in enumerate(results):
@@ -60,17 +61,17 @@ def test_exact_search_matches_numpy_reference() -> None:
 
 def test_k_larger_than_collection_drops_padding() -> None:
     data = unit(np.eye(3, 8) + 0.1)
-    index = VectorIndex.build([5, 6, 7], data, "flat")
+    index = VectorIndex.build([5, 6, 7], data, "flat", VectorIndexSettings())
     (result,) = index.search(data[:1], 10)
     assert sorted(result.ids) == [5, 6, 7] and -1 not in result.ids
-    assert VectorIndex.create(8, "flat").search(data[:1], 5)[0].ids == []
+    assert VectorIndex.create(8, "flat", VectorIndexSettings()).search(data[:1], 5)[0].ids == []
 
 
 def test_pq_refine_ranks_by_exact_scores() -> None:
     """The shortlist comes from 4-bit codes, but every returned score is the exact inner product, and on
     clustered data the shortlist holds the exhaustive top 10."""
     data, queries, ids = clustered_collection(5, 3000, 100)
-    index = VectorIndex.build(ids, data, "pq-refine")
+    index = VectorIndex.build(ids, data, "pq-refine", VectorIndexSettings())
     want_ids, want_scores = brute_force(queries, data, ids, 10)
     got = index.search(queries, 10)
     assert recall_at(got, want_ids, 10) >= 0.99
@@ -87,7 +88,7 @@ def test_pq_refine_ranks_by_exact_scores() -> None:
 def test_approximate_recall_at_10(kind: str) -> None:
     data, queries, ids = clustered_collection(2, 6000, 200)
     want, _ = brute_force(queries, data, ids, 10)
-    index = VectorIndex.build(ids, data, kind)
+    index = VectorIndex.build(ids, data, kind, VectorIndexSettings())
     recall = recall_at(index.search(queries, 10), want, 10)
     assert recall >= 0.95, f"{kind} recall@10 = {recall:.3f}"
 
@@ -99,7 +100,7 @@ def test_remove_reconstruct_and_save_load(kind: str, tmp_path: Path) -> None:
     ids = np.arange(100, 500, dtype=np.int64)
     # pq-refine's codebooks need more training vectors than the 400 stored here.
     train = unit(rng.normal(size=(PQ_MIN_VECTORS, 16))) if kind in ("pq-refine", "ivf-sq8") else None
-    index = VectorIndex.create(16, kind, train_vectors=train)
+    index = VectorIndex.create(16, kind, VectorIndexSettings(), train_vectors=train)
     index.add(ids, data)
     assert index.remove([100, 101, 999]) == 2  # unknown ids are ignored
     assert len(index) == 398 and 100 not in index.ids().tolist()
@@ -109,7 +110,7 @@ def test_remove_reconstruct_and_save_load(kind: str, tmp_path: Path) -> None:
     np.testing.assert_allclose(restored, data[150], atol=0.02 if kind == "ivf-sq8" else 1e-6)
     size = index.save(tmp_path / "v.faiss")
     assert size == (tmp_path / "v.faiss").stat().st_size
-    loaded = VectorIndex.load(tmp_path / "v.faiss", kind)
+    loaded = VectorIndex.load(tmp_path / "v.faiss", kind, index.settings)
     assert sorted(loaded.ids().tolist()) == sorted(index.ids().tolist())
     assert loaded.search(data[200:201], 1)[0].ids == [300]
     assert loaded.search(data[200:201], 1)[0].scores[0] == pytest.approx(1.0, abs=0.02 if kind == "ivf-sq8" else 1e-5)
@@ -118,7 +119,7 @@ def test_remove_reconstruct_and_save_load(kind: str, tmp_path: Path) -> None:
 
 
 def test_duplicate_ids_and_wrong_dimension_are_refused() -> None:
-    index = VectorIndex.build([1, 2], unit(np.ones((2, 4)) + np.eye(2, 4)), "flat")
+    index = VectorIndex.build([1, 2], unit(np.ones((2, 4)) + np.eye(2, 4)), "flat", VectorIndexSettings())
     with pytest.raises(ValueError, match="duplicate"):
         index.add([2], unit(np.ones((1, 4))))
     with pytest.raises(ValueError, match="dimension 4"):
@@ -140,8 +141,18 @@ def test_kind_rule_and_memory_estimates() -> None:
     assert bytes_per_vector("hnsw", 1280, settings) > bytes_per_vector("flat", 1280, settings)
 
 
+def test_kind_settings_are_read_with_the_indexer_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """POLYGLOT_INDEX_* is read where the edge builds IndexerSettings; the index library is handed the values."""
+    monkeypatch.chdir(tmp_path)  # no .env
+    monkeypatch.setenv("POLYGLOT_INDEX_KIND", "hnsw")
+    monkeypatch.setenv("POLYGLOT_INDEX_HNSW_M", "16")
+    settings = IndexerSettings()
+    monkeypatch.delenv("POLYGLOT_INDEX_KIND")
+    assert (settings.vector_index.kind, settings.vector_index.hnsw_m) == ("hnsw", 16)
+
+
 def test_flat_file_size_matches_memory_estimate(tmp_path: Path) -> None:
     data = unit(np.random.default_rng(4).normal(size=(1000, 128)))
-    index = VectorIndex.build(np.arange(1000), data, "flat")
+    index = VectorIndex.build(np.arange(1000), data, "flat", VectorIndexSettings())
     per_image = index.save(tmp_path / "v.faiss") / 1000
     assert abs(per_image - bytes_per_vector("flat", 128, VectorIndexSettings())) < 32

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from indexer.encoders import create_image_encoder, create_text_encoder
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 from indexer.tower import TextTower
 from training.evaluate import evaluate_vectors, first_caption_rows
 from training.losses import create_loss

@@ -18,9 +18,9 @@ from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.tower import TextTower
 from training.features import text_embeddings
-from training.metrics import KS, c2c_recall_at_1, language_recalls, recall_sum
-from training.metrics import t2i_ranks as exact_t2i_ranks
 from training.prepared import PreparedSplit
+from training.retrieval_metrics import KS, c2c_recall_at_1, language_recalls, recall_sum
+from training.retrieval_metrics import t2i_ranks as exact_t2i_ranks
 
 
 @dataclass

@@ -19,8 +19,8 @@ from tqdm.auto import tqdm
 from indexer.query import QueryPipeline
 from indexer.store.vectors import VectorIndex, VectorIndexSettings, choose_kind
 from training.evaluate import Evaluation, evaluate_vectors
-from training.metrics import KS
 from training.prepared import PreparedSplit
+from training.retrieval_metrics import KS
 
 DEPTH = max(KS)  # recalls up to R@10 need the ten best hits of each query
 

@@ -11,15 +11,15 @@ own captions). For every evaluated image and language, each method yields ``k`` 
 * ``image-only`` (W2 = 0) and ``text-only`` (W1 = 0): the two halves of eq. 5 alone, same assignment;
 * ``lexicon``: word-level translation of the same source tags with the MUSE lexicon (cannot see the image).
 
-Metrics (see :mod:`indexer.tagging.metrics`): precision@5 against the image's captions in that language, and
+Metrics (see :mod:`training.tag_metrics`): precision@5 against the image's captions in that language, and
 recall of the captions' content words by all ``k`` tags. Each method runs with both source-tag kinds
-(ImageNet classes, retrieved captions' words).
+(ImageNet classes, retrieved captions' words). The methods are named in :mod:`training.tagging_methods`, the
+tables written in :mod:`training.tagging_tables`, the ImageNet check done in :mod:`training.tagging_zero_shot`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from collections import Counter, defaultdict
@@ -34,23 +34,18 @@ from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.embedders import TextEmbedder, shipped_tower_path
 from indexer.encoders import create_image_encoder
 from indexer.tagging.cached import embed_cached
-from indexer.tagging.lexicon import Lexicon
-from indexer.tagging.metrics import Reference, content_recall, precision_at
 from indexer.tagging.ranking import DEFAULT_W1, DEFAULT_W2, assign_tags
-from indexer.tagging.sources import (
-    MatrixCaptionRetriever,
-    caption_source_tags,
-    clean_class_name,
-    imagenet_source_tags,
-)
+from indexer.tagging.source_tags import MatrixCaptionRetriever
 from indexer.tagging.tagger import tower_fingerprint
-from indexer.tagging.text import count_content_words, normalise_text
+from indexer.tagging.text import count_content_words
 from indexer.tagging.vocabulary import Vocabulary, build_vocabulary
 from training.data import load_dataset
 from training.features import image_features
-
-WEIGHTINGS = {"contextual": None, "image-only": (1.0, 0.0), "text-only": (0.0, 1.0)}
-SOURCE_KINDS = ("imagenet", "captions")
+from training.lexicon_baseline import Lexicon
+from training.tag_metrics import Reference, content_recall, precision_at
+from training.tagging_methods import SOURCE_KINDS, WEIGHTINGS, source_tags_for
+from training.tagging_tables import imagenet_markdown, markdown, sweep_markdown
+from training.tagging_zero_shot import imagenet_check
 
 
 def build_vocabularies(
@@ -69,15 +64,6 @@ def build_vocabularies(
             batch_size=4096,
         )
     return vocabularies, frequencies
-
-
-def source_tags_for(
-    kind: str, features: np.ndarray, image_vectors: np.ndarray, encoder: Any, retriever: MatrixCaptionRetriever, n: int
-) -> list[list[str]]:
-    if kind == "imagenet":
-        probabilities = encoder.classify(features)
-        return [imagenet_source_tags(p, encoder.class_names, n) for p in probabilities]
-    return [caption_source_tags(retriever.search(v, 10), n) for v in image_vectors]
 
 
 def evaluate(args: argparse.Namespace) -> dict[str, Any]:
@@ -223,98 +209,6 @@ def _summary(values: dict[str, list[float]]) -> dict[str, float]:
         "tags_per_image": round(float(np.mean(values["n"])), 2),
         "images": len(values["p5"]),
     }
-
-
-def imagenet_check(
-    labels_path: Path, text: TextEmbedder, encoder: Any, features: np.ndarray, image_vectors: np.ndarray, args: Any
-) -> dict[str, Any]:
-    """Zero-shot label check: the top-5 ImageNet classes of each image as English source tags, a language's
-    Babel-ImageNet labels as the target vocabulary; a tag is right when it is a label of the source's class."""
-    babel = json.loads(labels_path.read_text(encoding="utf-8"))
-    top = np.argsort(-encoder.classify(features), axis=1)[:, :5]
-    names = [clean_class_name(n) for n in encoder.class_names]
-    source_vectors = embed_cached(text, names, args.cache_dir)
-    out: dict[str, Any] = {}
-    for key, (indices, labels) in babel.items():
-        lang = key.lower()
-        words = list(dict.fromkeys(normalise_text(label) for label in labels))
-        classes_of: dict[str, set[int]] = defaultdict(set)
-        for index, label in zip(indices, labels, strict=True):
-            classes_of[normalise_text(label)].add(int(index))
-        covered = set(int(i) for i in indices)
-        vectors = embed_cached(text, words, args.cache_dir, lang=lang)
-        image_sim = image_vectors @ vectors.T
-        row_scores: dict[str, list[float]] = defaultdict(list)
-        for row, classes in enumerate(top):
-            source_sim = source_vectors[classes] @ vectors.T
-            for name, weights in WEIGHTINGS.items():
-                w1, w2 = weights or (args.w1, args.w2)
-                for ranked in assign_tags(w1 * image_sim[row][None, :] + w2 * source_sim):
-                    cls = int(classes[ranked.source])
-                    if cls in covered:
-                        row_scores[name].append(float(cls in classes_of[words[ranked.target]]))
-        out[lang] = {
-            "labels": len(words),
-            "covered_by_text_encoder": text.encoder.supports(lang),
-            **{name: round(float(np.mean(v)), 4) for name, v in row_scores.items()},
-            "sources_scored": len(row_scores["contextual"]),
-        }
-    return out
-
-
-def sweep_markdown(report: dict[str, Any], sweep: list[float]) -> str:
-    header = " | ".join(f"W1={w:g}" for w in sweep)
-    lines = [f"| lang | source tags | {header} |", "| --- | --- | " + " | ".join("---:" for _ in sweep) + " |"]
-    for lang, methods in report["results"].items():
-        for kind in SOURCE_KINDS:
-            cells = [methods.get(f"sweep-{w:g}/{kind}", {}).get("precision@5") for w in sweep]
-            lines.append(f"| {lang} | {kind} | " + " | ".join("—" if c is None else f"{c:.3f}" for c in cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def imagenet_markdown(check: dict[str, Any]) -> str:
-    lines = [
-        "| lang | labels | sources scored | contextual | image-only | text-only |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for lang, row in check.items():
-        note = "" if row["covered_by_text_encoder"] else " (not in text encoder)"
-        lines.append(
-            f"| {lang}{note} | {row['labels']} | {row['sources_scored']} | {row['contextual']:.3f} | "
-            f"{row['image-only']:.3f} | {row['text-only']:.3f} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-METHOD_ORDER = ("contextual", "lexicon", "image-only", "text-only")
-
-
-def markdown(report: dict[str, Any], key: str = "results") -> str:
-    """Per language × source kind: precision@5 and content recall of every method (contextual first)."""
-    lines = [
-        f"Split `{report['split']}` (skipping the first {report['skip']}), {report['images']} images, k = {report['k']} tags per image, "
-        f"W1 = {report['w1']}, W2 = {report['w2']}; tower `{report['tower']['fingerprint']}` "
-        f"({report['tower']['text_encoder']} → {report['tower']['image_encoder']}).",
-        "",
-        "| lang | source tags | vocabulary | "
-        + " | ".join(f"{m} P@5" for m in METHOD_ORDER)
-        + " | "
-        + " | ".join(f"{m} R" for m in METHOD_ORDER)
-        + " |",
-        "| --- | --- | ---: | " + " | ".join("---:" for _ in METHOD_ORDER * 2) + " |",
-    ]
-    for lang, methods in report[key].items():
-        covered = "" if report["text_encoder_covers"][lang] else " (not in text encoder)"
-        for kind in SOURCE_KINDS:
-            cells = []
-            for metric in ("precision@5", "content_recall"):
-                for method in METHOD_ORDER:
-                    block = methods.get(f"{method}/{kind}")
-                    cells.append(f"{block[metric]:.3f}" if block else "—")
-            lines.append(
-                f"| {lang}{covered} | {kind} | {report['vocabulary_sizes'][lang]} | " + " | ".join(cells) + " |"
-            )
-    return "\n".join(lines) + "\n"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

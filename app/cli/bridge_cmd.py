@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from app.cli.evaluate_cmd import USER_ERRORS, check_data, console, fail
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 
 
 def register(cli: typer.Typer) -> None:

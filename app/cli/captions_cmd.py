@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from tqdm.auto import tqdm
 
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 
 if TYPE_CHECKING:
     from indexer.captions import CaptionIndex

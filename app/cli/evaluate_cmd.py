@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from indexer.encoders.factory import UnknownEncoderError
+from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import ChecksumError, ModelFileMissingError
-from indexer.settings import IndexerSettings
 from training.data import DatasetError
 
 if TYPE_CHECKING:
@@ -130,7 +130,6 @@ def register(cli: typer.Typer) -> None:
         from indexer.atomic import atomic_write_json
         from indexer.encoders import create_image_encoder, create_text_encoder
         from indexer.query import QueryCache, QueryPipeline, load_models
-        from indexer.store.vectors import VectorIndexSettings
         from training.evaluate import evaluate_label_bridge
         from training.prepared import prepare_split
         from training.served_eval import evaluate_served
@@ -157,7 +156,7 @@ def register(cli: typer.Typer) -> None:
                     data, split, None, models.image_encoder, None, cache, extra_captions=extra_captions
                 )
                 pipeline = QueryPipeline(models, served, QueryCache(0))  # every caption is a new query
-                evaluation = evaluate_served(pipeline, prepared, VectorIndexSettings())
+                evaluation = evaluate_served(pipeline, prepared, served.vector_index)
                 title = f"{'tower ' + str(tower) if tower else 'served configuration'} on {split}"
         except USER_ERRORS as exc:  # LexiconError and ModelsError are ValueErrors
             raise fail(str(exc)) from None

@@ -16,10 +16,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from indexer.collection import ImageIndex, IndexBusyError, IndexMismatchError, IndexNotFoundError
 from indexer.encoders.factory import UnknownEncoderError
-from indexer.settings import IndexerSettings
-from indexer.sources import SourceError, expand_sources
+from indexer.image_index import ImageIndex, IndexBusyError, IndexMismatchError, IndexNotFoundError
+from indexer.image_sources import SourceError, expand_sources
+from indexer.indexer_settings import IndexerSettings
 from indexer.store.sidecar import SidecarError
 
 app = typer.Typer(help="Build and maintain the image index.", no_args_is_help=True)

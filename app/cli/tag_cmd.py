@@ -17,12 +17,12 @@ from tqdm import tqdm
 
 from indexer.encoders.factory import UnknownEncoderError
 from indexer.images import ImageDecodeError, load_image
+from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import ChecksumError
-from indexer.settings import IndexerSettings
-from indexer.tagging.settings import TaggingSettings
-from indexer.tagging.sources import CaptionRetriever
+from indexer.tagging.source_tags import CaptionRetriever
 from indexer.tagging.store import VocabularyStore, check_lang
 from indexer.tagging.tagger import UnknownLanguageError, tower_fingerprint
+from indexer.tagging.tagging_settings import TaggingSettings
 from indexer.tagging.vocabulary import (
     DEFAULT_MAX_WORDS,
     DEFAULT_MIN_COUNT,

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from app.cli.evaluate_cmd import USER_ERRORS, check_data, fail, print_evaluation
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 from training.choices import LOSS_NAMES, SPACES
 
 # torch and the training code are imported inside the commands: `polyglot --help` should not load torch.

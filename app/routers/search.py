@@ -12,7 +12,7 @@ from app.engine import Engine
 from app.language_names import language_names
 from app.routers.common import image_url, record_or_404, thumbnail_url, upload_vector
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
-from indexer.collection import Hit
+from indexer.image_index import Hit
 from indexer.query.language import detect_language
 
 router = APIRouter(tags=["search"])

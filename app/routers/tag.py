@@ -17,8 +17,8 @@ from app.engine import Engine
 from app.routers.common import decode_or_422, read_upload
 from indexer.tagging.caption_source import CaptionIndexRetriever
 from indexer.tagging.loading import load_tagger
-from indexer.tagging.settings import TaggingSettings
 from indexer.tagging.tagger import Tagger, UnknownLanguageError
+from indexer.tagging.tagging_settings import TaggingSettings
 
 router = APIRouter(tags=["tagging"])
 

@@ -16,9 +16,9 @@ from typing import TypeVar
 from indexer.embedders import TextEmbedder, shipped_tower_path
 from indexer.encoders.base import ImageEncoder
 from indexer.encoders.factory import create_image_encoder
+from indexer.glosses import LexiconTranslator
 from indexer.image_space import ImageSpace
-from indexer.lexicon import LexiconTranslator
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 
 T = TypeVar("T")
 

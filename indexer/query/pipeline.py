@@ -21,9 +21,9 @@ import numpy as np
 from PIL import Image
 
 from indexer.embedders import mix_towers, with_glosses
+from indexer.indexer_settings import IndexerSettings
 from indexer.query.cache import QueryCache
 from indexer.query.models import Models
-from indexer.settings import IndexerSettings
 
 Route = Literal["main", "fast", "both"]
 

@@ -1,6 +1,6 @@
-"""The machinery under :class:`indexer.collection.ImageIndex`: locks, ingest, persistence, reconciliation.
+"""The machinery under :class:`indexer.image_index.ImageIndex`: locks, ingest, persistence, reconciliation.
 
-Kept apart so the public class reads as its API; see indexer/collection.py for the commit protocol.
+Kept apart so the public class reads as its API; see indexer/image_index.py for the commit protocol.
 """
 
 from __future__ import annotations
@@ -23,16 +23,18 @@ from indexer.encoders.base import ImageEncoder
 from indexer.feature_cache import FeatureCache
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, content_hash, decode_image
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
+from indexer.store.index_kinds import KINDS, VectorIndexSettings, choose_kind
 from indexer.store.ingest import Item, header_size
 from indexer.store.locks import IndexBusyError, ReadWriteLock, process_lock
 from indexer.store.metadata import ImageRecord, MetadataStore
 from indexer.store.sidecar import Sidecar
-from indexer.store.vectors import KINDS, VectorIndex, VectorIndexSettings, choose_kind
+from indexer.store.vectors import VectorIndex
 
-log = logging.getLogger("indexer.collection")
+log = logging.getLogger("indexer.image_index")  # logged under the public class's module
 
 FAISS_NAME = "vectors.faiss"
+DB_NAME = "metadata.sqlite"
 LOCK_NAME = ".write.lock"
 
 

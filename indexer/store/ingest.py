@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-from indexer.images import ImageDecodeError
+from indexer.images import ImageDecodeError, content_hash
 from indexer.store.metadata import NewImage
 
 # EXIF orientations 5-8 rotate by 90°: the upright image has width and height swapped.
@@ -37,6 +38,39 @@ class Item:
             bytes=len(self.data),
             **user_fields(self.meta),
         )
+
+
+@dataclass
+class FileBatch:
+    """Files read for indexing: new or changed ones to ingest, unchanged ones (skipped, but metadata given for
+    them is still applied as ``(id, fields)`` updates) and unreadable ones (``(path, reason)``)."""
+
+    items: list[Item] = field(default_factory=list)
+    updates: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    skipped: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+def read_files(
+    paths: Sequence[Path], existing: Mapping[str, tuple[int, str]], meta: Mapping[Path, dict[str, Any]]
+) -> FileBatch:
+    """Read and hash ``paths``; ``existing`` maps indexed paths to ``(id, sha256)``, ``meta`` paths to metadata."""
+    batch = FileBatch()
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            batch.failed.append((str(path), f"cannot read: {exc.strerror or exc}"))
+            continue
+        sha = content_hash(data)
+        old = existing.get(str(path))
+        if old is not None and old[1] == sha:
+            batch.skipped += 1
+            if path in meta:
+                batch.updates.append((old[0], user_fields(meta[path])))
+            continue
+        batch.items.append(Item(path, data, sha, old[0] if old else None, dict(meta.get(path) or {})))
+    return batch
 
 
 def user_fields(meta: dict[str, Any] | None) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from indexer.embedders import TextEmbedder
 from indexer.sentence_cache import cached_sentences
-from indexer.tagging.sources import MatrixCaptionRetriever
+from indexer.tagging.source_tags import MatrixCaptionRetriever
 from indexer.tagging.vocabulary import read_texts
 
 

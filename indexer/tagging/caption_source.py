@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from indexer.tagging.sources import SOURCE_LANG
+from indexer.tagging.source_tags import SOURCE_LANG
 
 
 class CaptionIndexRetriever:

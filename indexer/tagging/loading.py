@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from indexer.indexer_settings import IndexerSettings
 from indexer.query.models import Models
-from indexer.settings import IndexerSettings
-from indexer.tagging.settings import TaggingSettings
-from indexer.tagging.sources import CaptionRetriever
+from indexer.tagging.source_tags import CaptionRetriever
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.tagger import Tagger, tower_fingerprint
+from indexer.tagging.tagging_settings import TaggingSettings
 
 
 def load_tagger(

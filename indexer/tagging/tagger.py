@@ -22,14 +22,14 @@ from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
 from indexer.tagging.ranking import contextual_tags
-from indexer.tagging.settings import TaggingSettings
-from indexer.tagging.sources import (
+from indexer.tagging.source_tags import (
     CaptionRetriever,
     SourceKind,
     caption_source_tags,
     imagenet_source_tags,
 )
 from indexer.tagging.store import VocabularyStore
+from indexer.tagging.tagging_settings import TaggingSettings
 from indexer.tagging.vocabulary import Vocabulary, VocabularyError
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class Tagger:
         text: TextEmbedding,
         image_space: ImageSpace,
         vocabularies: dict[str, Vocabulary],
-        settings: TaggingSettings | None = None,
+        settings: TaggingSettings,
         captions: CaptionRetriever | None = None,
         fingerprint: str | None = None,
         store: VocabularyStore | None = None,
@@ -91,7 +91,7 @@ class Tagger:
         self.image_encoder = image_encoder
         self.text = text
         self.image_space = image_space
-        self.settings = settings or TaggingSettings()
+        self.settings = settings
         self.captions = captions
         self.fingerprint = fingerprint
         self._lock = threading.Lock()

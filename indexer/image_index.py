@@ -22,8 +22,6 @@ a half-changed index. Writes are serialised in-process and across processes (``f
 from __future__ import annotations
 
 import builtins
-import json
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,50 +37,36 @@ from indexer.encoders.base import ImageEncoder
 from indexer.encoders.factory import create_image_encoder
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, content_hash, decode_image
-from indexer.settings import IndexerSettings
-from indexer.store.core import FAISS_NAME, AddReport, IndexCore
-from indexer.store.ingest import Item, upload_suffix, user_fields
+from indexer.indexer_settings import IndexerSettings
+from indexer.store.core import DB_NAME, FAISS_NAME, AddReport, IndexCore
+from indexer.store.index_kinds import bytes_per_vector, choose_kind
+from indexer.store.ingest import Item, read_files, upload_suffix
 from indexer.store.locks import IndexBusyError
 from indexer.store.metadata import ImageRecord, MetadataStore, redact_url, sqlite_url
-from indexer.store.sidecar import Sidecar
-from indexer.store.vectors import VectorIndex, VectorIndexSettings, bytes_per_vector, choose_kind
+from indexer.store.opening import (
+    IndexMismatchError,
+    IndexNotFoundError,
+    check_encoder,
+    create_sidecar,
+    default_image_space,
+    is_stale,
+    read_sidecar,
+    space_config,
+)
+from indexer.store.vectors import VectorIndex
 
-__all__ = ["AddReport", "Hit", "ImageIndex", "ImageRecord", "IndexBusyError", "IndexMismatchError"]
+__all__ = [
+    "AddReport", "Hit", "ImageIndex", "ImageRecord", "IndexBusyError", "IndexMismatchError", "IndexNotFoundError"
+]
 
-log = logging.getLogger(__name__)
-
-DB_NAME = "metadata.sqlite"
 UPLOADS_DIR = "uploads"
 CHECKPOINT_SECONDS = 30.0
-
-
-class IndexMismatchError(ValueError):
-    """The index on disk was built with another image encoder or image space than the one asked for."""
-
-
-class IndexNotFoundError(FileNotFoundError):
-    """No index in the folder and ``create=False``."""
 
 
 @dataclass
 class Hit:
     id: int
     score: float
-
-
-def default_image_space(settings: IndexerSettings) -> ImageSpace:
-    """The image space the text tower was trained for (its config.json), else plain ``l2``."""
-    from indexer.embedders import shipped_tower_path
-
-    config_path = (settings.tower_path or shipped_tower_path()) / "config.json"
-    if config_path.exists():
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-        return ImageSpace.from_config(config.get("image_space"))
-    return ImageSpace("l2")
-
-
-def _space_config(space: ImageSpace) -> dict[str, Any]:
-    return {**space.to_config(), "fingerprint": space.fingerprint}
 
 
 class ImageIndex(IndexCore):
@@ -95,49 +79,28 @@ class ImageIndex(IndexCore):
         image_space: ImageSpace | None = None,
         create: bool = True,
         encoder: ImageEncoder | None = None,
-        index_settings: VectorIndexSettings | None = None,
         rebuild_if_stale: bool = False,
         progress: bool = False,
     ) -> ImageIndex:
         """Open (or create) the index in ``settings.resolved_index_dir`` and make FAISS agree with SQL.
 
-        ``rebuild_if_stale``: an index built in another image space is rebuilt instead of refused (the report is
-        kept in ``rebuilt_on_open``); ``progress`` shows a bar for that rebuild.
+        The FAISS index kind and its tuning come from ``settings.vector_index``. ``rebuild_if_stale``: an index
+        built in another image space is rebuilt instead of refused (the report is kept in ``rebuilt_on_open``);
+        ``progress`` shows a bar for that rebuild.
         """
         folder = Path(settings.resolved_index_dir)
-        sidecar = Sidecar.load(folder)
-        if sidecar is None and not create:
-            raise IndexNotFoundError(f"no index in {folder} (run `polyglot index add PATH...` first)")
+        sidecar = read_sidecar(folder, create=create)
         encoder = encoder or create_image_encoder(settings.image_encoder, device=settings.device)
-        if sidecar is not None and sidecar.image_encoder != encoder.name:
-            raise IndexMismatchError(
-                f"the index in {folder} was built with image encoder {sidecar.image_encoder!r}, but "
-                f"{encoder.name!r} is configured: set POLYGLOT_IMAGE_ENCODER={sidecar.image_encoder} to use it, "
-                "or point POLYGLOT_INDEX_DIR at another folder to build a new index"
-            )
+        check_encoder(folder, sidecar, encoder)
         space = image_space or default_image_space(settings)
-        stale = sidecar is not None and sidecar.image_space_fingerprint != space.fingerprint
-        if stale and not rebuild_if_stale:
-            assert sidecar is not None
-            raise IndexMismatchError(
-                f"the index in {folder} stores vectors in image space {sidecar.image_space_fingerprint!r}, but the "
-                f"text tower expects {space.fingerprint!r}: run `polyglot index rebuild`"
-            )
+        stale = is_stale(folder, sidecar, space, rebuild_if_stale=rebuild_if_stale)
         if sidecar is None:
-            sidecar = Sidecar(
-                image_encoder=encoder.name,
-                dim=encoder.dim or None,
-                index_type="flat",
-                image_space=_space_config(space),
-                files={"vectors": FAISS_NAME, "metadata": DB_NAME},
-            )
-            sidecar.save(folder)
-        index_settings = index_settings or VectorIndexSettings()
+            sidecar = create_sidecar(folder, encoder, space)
         store = MetadataStore(settings.database_url or sqlite_url(folder / DB_NAME))
         vectors = None
         if (folder / FAISS_NAME).exists():
-            vectors = VectorIndex.load(folder / FAISS_NAME, sidecar.index_type, index_settings)
-        index = cls(folder, settings, encoder, space, sidecar, store, vectors, index_settings)
+            vectors = VectorIndex.load(folder / FAISS_NAME, sidecar.index_type, settings.vector_index)
+        index = cls(folder, settings, encoder, space, sidecar, store, vectors, settings.vector_index)
         try:
             if stale:
                 index.rebuilt_on_open = index.rebuild(progress=progress)
@@ -240,24 +203,12 @@ class ImageIndex(IndexCore):
             try:
                 for start in range(0, len(unique), self.settings.batch_size):
                     batch = unique[start : start + self.settings.batch_size]
-                    items, updates = [], []
-                    for path in batch:
-                        try:
-                            data = path.read_bytes()
-                        except OSError as exc:
-                            report.failed.append((str(path), f"cannot read: {exc.strerror or exc}"))
-                            continue
-                        sha = content_hash(data)
-                        old = existing.get(str(path))
-                        if old is not None and old[1] == sha:
-                            report.skipped += 1
-                            if path in meta:
-                                updates.append((old[0], user_fields(meta[path])))
-                            continue
-                        items.append(Item(path, data, sha, old[0] if old else None, dict(meta.get(path) or {})))
-                    if updates:
-                        self.store.update_many(updates)
-                    report.added += len(self._ingest(items, report))
+                    files = read_files(batch, existing, meta)
+                    report.failed += files.failed
+                    report.skipped += files.skipped
+                    if files.updates:
+                        self.store.update_many(files.updates)
+                    report.added += len(self._ingest(files.items, report))
                     bar.update(len(batch))
                     bar.set_postfix(added=report.added, skipped=report.skipped, failed=len(report.failed))
                     if time.monotonic() - last_save > CHECKPOINT_SECONDS:
@@ -329,7 +280,7 @@ class ImageIndex(IndexCore):
                 fresh = VectorIndex.build(ids, matrix, kind, self.index_settings)
             with self._rw.write():
                 self._vectors = fresh
-            self.sidecar.image_space = _space_config(self._space)
+            self.sidecar.image_space = space_config(self._space)
             self._persist()
             report.added = len(ids)
         return report

@@ -11,7 +11,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from indexer.lexicon import GLOSS_WEIGHT
+from indexer.glosses import GLOSS_WEIGHT
+from indexer.store.index_kinds import VectorIndexSettings
 
 
 def default_home() -> Path:
@@ -39,6 +40,11 @@ class IndexerSettings(BaseSettings):
     )
     torch_threads: int | None = Field(default=None, ge=1, le=256, description="torch intra-op threads.")
     device: str = Field(default="cpu", description="torch device for the encoders: cpu or cuda.")
+    # Its own env prefix (POLYGLOT_INDEX_KIND, ...), read here with the rest of the settings: the library is
+    # handed the values and never reads the environment itself.
+    vector_index: VectorIndexSettings = Field(
+        default_factory=VectorIndexSettings, description="FAISS index kind rule and tuning (POLYGLOT_INDEX_*)."
+    )
 
     # How text queries are embedded (the query pipeline, indexer/query/): the service and `polyglot evaluate`
     # read the same fields, so evaluation measures what /search serves.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import Field, SecretStr
 
-from indexer.settings import IndexerSettings
+from indexer.indexer_settings import IndexerSettings
 
 
 class ServiceSettings(IndexerSettings):

@@ -1,0 +1,96 @@
+"""Which FAISS index kind a collection gets, and what each costs per image (the kind rule and its settings).
+
+Index kind rule (``POLYGLOT_INDEX_KIND=auto``, thresholds in :class:`VectorIndexSettings`):
+
+============================  =============  ==========================================  ========================
+collection size n             kind           FAISS                                       memory per image (d dims)
+============================  =============  ==========================================  ========================
+n <= 2,000 (flat_max)         ``flat``       ``IndexIDMap2(IndexFlatIP)``: exact          4·d + 16 B (1280-d: 5.1 KB)
+2,000 < n <= 50,000           ``pq-refine``  ``IndexIDMap2(IndexRefineFlat(              4·d + d/8 + 16 B
+(exact_max)                                  IndexPQFastScan(d, d/4, 4 bits)))``         (1280-d: ~5.3 KB)
+50,000 < n <= 500,000         ``hnsw``       ``IndexIDMap2(IndexHNSWFlat(d, M=32, IP))``  4·d + 8·M·~1.03 + 16 B
+                                                                                         (1280-d: ~5.4 KB)
+n > 500,000 (hnsw_max)        ``ivf-sq8``    ``IndexIDMap2(IndexIVFScalarQuantizer)``,    d + 8 + 16 B
+                                             8-bit, nlist = 4·√n, nprobe = nlist/8      (1280-d: ~1.3 KB)
+============================  =============  ==========================================  ========================
+
+The 16 B per image are the id map (id list + reverse hash map of ``IndexIDMap2``, which lets us
+reconstruct a stored vector by id).
+
+``flat`` reads every stored vector for each query: 36 MB at 7,000 x 1,280 floats, more than this machine's
+last-level cache, so it also evicts the text encoder's and the tower's weights between queries. ``pq-refine``
+ranks every image on 4-bit product-quantized codes (d/8 bytes each, scanned with SIMD in registers), keeps the
+best ``refine_factor``·k and re-ranks those by exact inner products with the stored float32 vectors: the scores
+are the exact cosines, and on the 7,000-photo collection its top 20 and top 100 were the exhaustive ones for all
+of 800 real caption queries (``benchmarks/index_kinds.md``), at a sixth of the search time. Beyond 50k images
+HNSW keeps ~1 ms queries with recall > 0.95, and IVF-SQ8 cuts memory 4x for collections that no longer fit in
+RAM as float32.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+KINDS: tuple[str, ...] = ("flat", "pq-refine", "hnsw", "ivf-sq8")
+# 4-bit codebooks have 16 centroids per sub-quantizer; FAISS's k-means wants >= 39 training points per centroid.
+PQ_MIN_VECTORS = 39 * 16
+
+
+class VectorIndexSettings(BaseSettings):
+    """How the FAISS index is chosen and tuned (env prefix ``POLYGLOT_INDEX_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="POLYGLOT_INDEX_", env_file=".env", extra="ignore")
+
+    kind: Literal["auto", "flat", "pq-refine", "hnsw", "ivf-sq8"] = Field(
+        default="auto", description="auto applies the size rule; anything else forces that kind."
+    )
+    flat_max: int = Field(default=2_000, ge=0, description="Largest collection scanned in full (flat).")
+    exact_max: int = Field(
+        default=50_000, ge=0, description="Largest collection ranked by exact re-ranking (pq-refine); HNSW above."
+    )
+    refine_factor: int = Field(
+        default=10, ge=1, le=1000, description="pq-refine: candidates re-ranked exactly per result (k_factor)."
+    )
+    hnsw_max: int = Field(default=500_000, ge=0, description="Largest collection kept in HNSW; IVF-SQ8 above.")
+    hnsw_m: int = Field(default=32, ge=4, le=128, description="HNSW graph degree M.")
+    hnsw_ef_construction: int = Field(default=200, ge=8, le=2048)
+    hnsw_ef_search: int = Field(default=128, ge=8, le=4096, description="HNSW search breadth (recall vs speed).")
+    ivf_nlist: int | None = Field(default=None, ge=1, description="IVF lists; default 4·sqrt(n).")
+    ivf_nprobe: int | None = Field(default=None, ge=1, description="IVF lists visited per query; default nlist/8.")
+
+
+def choose_kind(count: int, settings: VectorIndexSettings) -> str:
+    """The index kind for a collection of ``count`` images (see the module docstring)."""
+    if settings.kind != "auto":
+        # Codebooks cannot be trained on a handful of vectors: such a collection is scanned in full meanwhile.
+        return "flat" if settings.kind == "pq-refine" and count < PQ_MIN_VECTORS else settings.kind
+    if count <= min(settings.flat_max, settings.exact_max):
+        return "flat"
+    if count <= settings.exact_max:
+        return "pq-refine"
+    if count <= settings.hnsw_max:
+        return "hnsw"
+    return "ivf-sq8"
+
+
+def bytes_per_vector(kind: str, dim: int, settings: VectorIndexSettings) -> float:
+    """Approximate resident memory per stored vector, id map included."""
+    id_map = 16.0
+    if kind == "flat":
+        return 4 * dim + id_map
+    if kind == "pq-refine":
+        return 4 * dim + pq_subquantizers(dim) / 2 + id_map
+    if kind == "hnsw":
+        # level 0 keeps 2·M neighbours (int32); upper levels add ~1/M of that on average.
+        return 4 * dim + 4 * 2 * settings.hnsw_m * (1 + 1 / settings.hnsw_m) + id_map
+    if kind == "ivf-sq8":
+        return dim + 8 + id_map
+    raise ValueError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+def pq_subquantizers(dim: int) -> int:
+    """Sub-quantizers of the pq-refine codes: the most that divide ``dim`` with >= 4 dimensions each."""
+    return max(m for m in range(1, max(1, dim // 4) + 1) if dim % m == 0)
