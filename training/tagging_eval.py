@@ -43,9 +43,9 @@ from indexer.tagging.sources import (
     clean_class_name,
     imagenet_source_tags,
 )
-from indexer.tagging.tagger import tower_fingerprint
 from indexer.tagging.text import count_content_words, normalise_text
 from indexer.tagging.vocabulary import Vocabulary, build_vocabulary
+from indexer.tower import tower_fingerprint
 from training.data import load_dataset
 from training.features import image_features
 

@@ -18,7 +18,8 @@ from app.routers.common import decode_or_422, read_upload
 from indexer.tagging.caption_source import CaptionIndexRetriever
 from indexer.tagging.settings import TaggingSettings
 from indexer.tagging.store import VocabularyStore
-from indexer.tagging.tagger import Tagger, UnknownLanguageError, tower_fingerprint
+from indexer.tagging.tagger import Tagger, UnknownLanguageError
+from indexer.tower import tower_fingerprint
 
 router = APIRouter(tags=["tagging"])
 

@@ -8,7 +8,8 @@ from indexer.settings import IndexerSettings
 from indexer.tagging.settings import TaggingSettings
 from indexer.tagging.sources import CaptionRetriever
 from indexer.tagging.store import VocabularyStore
-from indexer.tagging.tagger import Tagger, tower_fingerprint
+from indexer.tagging.tagger import Tagger
+from indexer.tower import tower_fingerprint
 
 
 def load_text_embedder(settings: IndexerSettings) -> TextEmbedder:
