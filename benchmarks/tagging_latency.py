@@ -31,9 +31,9 @@ from indexer.captions import Caption
 from indexer.query import load_text_tower
 from indexer.tagging.cached import embed_cached
 from indexer.tagging.store import VocabularyStore
-from indexer.tagging.tagger import tower_fingerprint
 from indexer.tagging.text import count_content_words
 from indexer.tagging.vocabulary import build_vocabulary
+from indexer.tower import tower_fingerprint
 from training.data import load_dataset
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k"
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             engine = client.app.state.engine  # type: ignore[attr-defined]
             configs = [("fr", "imagenet"), ("fr,de", "imagenet")]
             if args.captions:
-                english = [Caption("en", c.text, c.image, c.source) for c in train_english(args)]
+                english = train_english(args)
                 engine.captions.add(english)
                 configs += [("fr", "captions"), ("fr,de", "captions")]
             for position, (langs, source) in enumerate(configs):
@@ -102,8 +102,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def train_english(args: argparse.Namespace) -> list[Any]:
-    return [c for c in load_dataset(args.data, "train", ["en"]).captions]
+def train_english(args: argparse.Namespace) -> list[Caption]:
+    return load_dataset(args.data, "train", ["en"]).captions
 
 
 def main(argv: list[str] | None = None) -> None:

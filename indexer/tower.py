@@ -10,6 +10,7 @@ Saved as ``config.json`` + ``model.safetensors`` (sentence-transformers style) a
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from safetensors.torch import load_file, save
 from torch import nn
 
 from indexer.atomic import atomic_open, atomic_write_json
+from indexer.bridge import LanguageBridge
 from indexer.image_space import ImageSpace
 from indexer.unit import unit_rows
 
@@ -136,3 +138,18 @@ class TextTower(nn.Module):
         model = cls(**known)
         model.load_state_dict(load_file(str(folder / WEIGHTS_NAME)))
         return model.eval()
+
+
+def tower_fingerprint(tower: TextTower, bridge: LanguageBridge | None = None) -> str:
+    """Identity of the text side: its text encoder, the tower's weights and the language bridge.
+
+    Vectors a text side made (caption indexes, tag vocabularies) are only valid for the same fingerprint; the
+    encoder's name is hashed too, as two towers with equal weights on different encoders map other sentences.
+    """
+    digest = hashlib.sha256(tower.text_encoder.encode())
+    for name, tensor in sorted(tower.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    if bridge is not None:
+        digest.update(bridge.weight.tobytes())
+    return digest.hexdigest()[:16]

@@ -79,9 +79,9 @@ def _parallel_dataset(tmp_path: Path) -> CaptionDataset:
     for i in range(150):
         english = " ".join(rng.choice(words, 4))
         captions += [
-            Caption(f"{i}.jpg", "en", english, "task1"),
-            Caption(f"{i}.jpg", "cs", english.upper(), "task1"),  # the fake encoders lowercase: same vector
-            Caption(f"{i}.jpg", "en", english + " extra", "flickr"),  # not a 1:1 pair: ignored
+            Caption("en", english, f"{i}.jpg", "task1"),
+            Caption("cs", english.upper(), f"{i}.jpg", "task1"),  # the fake encoders lowercase: same vector
+            Caption("en", english + " extra", f"{i}.jpg", "flickr"),  # not a 1:1 pair: ignored
         ]
     return CaptionDataset(tmp_path, [f"{i}.jpg" for i in range(150)], captions)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -13,6 +12,8 @@ import time
 from pathlib import Path
 
 from conftest import FakeImageEncoder, write_random_images
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
 
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
@@ -47,11 +48,14 @@ def committed_rows(root: Path) -> int:
     db = root / "index" / "metadata.sqlite"
     if not db.exists():
         return 0
+    engine = create_engine(f"sqlite:///file:{db}?mode=ro&uri=true", connect_args={"timeout": 5})
     try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as connection:
-            return int(connection.execute("SELECT COUNT(*) FROM images").fetchone()[0])
-    except sqlite3.OperationalError:  # table not created yet
+        with engine.connect() as connection:
+            return int(connection.execute(text("SELECT COUNT(*) FROM images")).scalar_one())
+    except OperationalError:  # table not created yet
         return 0
+    finally:
+        engine.dispose()
 
 
 def run_writer(root: Path, checkpoint_seconds: float, kill_after_rows: int | None) -> int:

@@ -98,3 +98,22 @@ def test_shipped_towers_load_and_share_one_image_space(folder: str) -> None:
     inputs = np.random.default_rng(0).standard_normal((3, tower.config["input_dim"])).astype(np.float32)
     out = tower.embed(inputs)
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-5)
+
+
+def test_one_tower_fingerprint_for_weights_encoder_and_bridge() -> None:
+    from indexer.bridge import LanguageBridge
+    from indexer.tower import tower_fingerprint
+
+    def tower(text_encoder: str = "muse") -> TextTower:
+        torch.manual_seed(0)
+        return TextTower(input_dim=4, output_dim=3, hidden_dims=[5], dropouts=[0.0, 0.0], text_encoder=text_encoder)
+
+    base = tower_fingerprint(tower())
+    assert base == tower_fingerprint(tower()) and len(base) == 16
+    assert tower_fingerprint(tower("e5-small")) != base  # same weights, another sentence space
+    retrained = tower()
+    with torch.no_grad():
+        retrained.mlp[0].bias.add_(1e-3)
+    assert tower_fingerprint(retrained) != base
+    bridge = LanguageBridge(np.zeros((3, 2), dtype=np.float32), (0, 2), (2, 4), frozenset({"cs"}), "muse")
+    assert tower_fingerprint(tower(), bridge) != base

@@ -1,22 +1,16 @@
 """Read an image–caption data set in the m30k-f8k layout: ``images/``, ``captions.jsonl``, ``splits/*.txt``.
 
-``captions.jsonl`` rows: ``{"image": "123.jpg", "lang": "en", "text": "...", "source": "..."}``.
+``captions.jsonl`` is the shared captions format (:mod:`indexer.caption_records`), read by the same reader as
+the caption index, with one more rule: every row names its image.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-
-@dataclass(frozen=True)
-class Caption:
-    image: str
-    lang: str
-    text: str
-    source: str = ""
+from indexer.caption_records import Caption, CaptionFileError, iter_captions
 
 
 @dataclass
@@ -47,18 +41,6 @@ def read_split(root: Path, split: str) -> list[str]:
     return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def read_captions(path: Path) -> Iterable[Caption]:
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                yield Caption(row["image"], row["lang"], row["text"], row.get("source", ""))
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise DatasetError(f"{path}:{number}: not a caption row ({exc})") from exc
-
-
 def load_dataset(
     root: Path, split: str, langs: Iterable[str] | None = None, extra: Sequence[Path] = ()
 ) -> CaptionDataset:
@@ -67,14 +49,16 @@ def load_dataset(
     root = Path(root)
     images = read_split(root, split)
     wanted = set(images)
-    keep_langs = set(langs) if langs else None
     for path in extra:
         if not Path(path).is_file():
             raise DatasetError(f"caption file {path} does not exist")
-    captions = [
-        caption
-        for path in (root / "captions.jsonl", *extra)
-        for caption in read_captions(path)
-        if caption.image in wanted and (keep_langs is None or caption.lang in keep_langs)
-    ]
+    try:
+        captions = [
+            caption
+            for path in (root / "captions.jsonl", *extra)
+            for caption in iter_captions(path, langs, need_image=True)
+            if caption.image in wanted
+        ]
+    except CaptionFileError as exc:
+        raise DatasetError(str(exc)) from None
     return CaptionDataset(root=root, images=images, captions=captions)

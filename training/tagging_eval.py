@@ -36,9 +36,9 @@ from indexer.encoders import create_image_encoder
 from indexer.tagging.cached import embed_cached
 from indexer.tagging.ranking import DEFAULT_W1, DEFAULT_W2, assign_tags
 from indexer.tagging.source_tags import MatrixCaptionRetriever
-from indexer.tagging.tagger import tower_fingerprint
 from indexer.tagging.text import count_content_words
 from indexer.tagging.vocabulary import Vocabulary, build_vocabulary
+from indexer.tower import tower_fingerprint
 from training.data import load_dataset
 from training.features import image_features
 from training.lexicon_baseline import Lexicon

@@ -36,6 +36,7 @@ def load_embedder(settings: ServiceSettings) -> TextEmbedder:
 @contextmanager
 def opened() -> Iterator[CaptionIndex]:
     from indexer.captions import CaptionIndex
+    from indexer.store.locks import IndexBusyError
 
     settings = ServiceSettings()
     try:
@@ -46,6 +47,9 @@ def opened() -> Iterator[CaptionIndex]:
     index = CaptionIndex.open(settings.resolved_captions_dir, embedder, settings.resolved_cache_dir)
     try:
         yield index
+    except IndexBusyError as exc:  # another `captions add/remove` holds the folder's write lock
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(code=2) from None
     finally:
         index.close()
 

@@ -123,6 +123,9 @@ def index_collection(settings: ServiceSettings, collection: Collection, captions
         with tqdm(total=len(rows), desc="captions", unit="text", disable=quiet) as bar:
             added = caption_index.add(rows, progress=bar.update)
         console.print(f"captions: added {added}; the collection holds {len(caption_index)} captions")
+    except IndexBusyError as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(code=2) from None
     finally:
         caption_index.close()
 

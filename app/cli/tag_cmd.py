@@ -21,7 +21,7 @@ from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import ChecksumError
 from indexer.tagging.source_tags import CaptionRetriever
 from indexer.tagging.store import VocabularyStore, check_lang
-from indexer.tagging.tagger import UnknownLanguageError, tower_fingerprint
+from indexer.tagging.tagger import UnknownLanguageError
 from indexer.tagging.tagging_settings import TaggingSettings
 from indexer.tagging.vocabulary import (
     DEFAULT_MAX_WORDS,
@@ -33,6 +33,7 @@ from indexer.tagging.vocabulary import (
     read_word_list,
     select_words,
 )
+from indexer.tower import tower_fingerprint
 
 tags_app = typer.Typer(help="Target-language tag vocabularies for `polyglot tag`.", no_args_is_help=True)
 vocab_app = typer.Typer(help="Build and list tag vocabularies (versioned beside the index).", no_args_is_help=True)

@@ -1,4 +1,5 @@
-"""Image metadata in SQL (SQLAlchemy 2.0 typed ORM): a SQLite file by default, any database URL otherwise.
+"""Image metadata in SQL (SQLAlchemy 2.0 typed ORM): a SQLite file by default, any database URL otherwise
+(opened by :class:`indexer.store.sql.SqlStore`, as the caption index's table is).
 
 The ``images.id`` primary key is also the FAISS id of the image's vector. Ids are never reused (SQLite
 ``AUTOINCREMENT``, PostgreSQL sequences), so an id left over in a FAISS file after a crash can never be
@@ -7,19 +8,18 @@ mistaken for a newer image. Every write runs in one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, DateTime, Engine, Integer, String, Text, create_engine, event, func, select
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy import JSON, BigInteger, DateTime, String, Text, func, select
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-# SQLite only autoincrements an "INTEGER PRIMARY KEY"; elsewhere ids are 64-bit like FAISS ids.
-_ID_TYPE = BigInteger().with_variant(Integer(), "sqlite")
-_BATCH = 900  # stay under SQLite's bound-parameter limit in IN (...) clauses
+from indexer.store.sql import BATCH, ID_TYPE, SqlStore
+from indexer.store.sql import redact_url as redact_url  # re-exported: callers import them from here
+from indexer.store.sql import sqlite_url as sqlite_url
+
 _EDITABLE = frozenset({"title", "caption", "tags", "extra"})
 
 
@@ -31,7 +31,7 @@ class ImageRow(Base):
     __tablename__ = "images"
     __table_args__ = {"sqlite_autoincrement": True}  # noqa: RUF012 (SQLAlchemy reads it from the class)
 
-    id: Mapped[int] = mapped_column(_ID_TYPE, primary_key=True, autoincrement=True)
+    id: Mapped[int] = mapped_column(ID_TYPE, primary_key=True, autoincrement=True)
     path: Mapped[str] = mapped_column(String(4096), unique=True)
     sha256: Mapped[str] = mapped_column(String(64), index=True)
     width: Mapped[int]
@@ -97,40 +97,11 @@ class NewImage:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def sqlite_url(path: Path) -> str:
-    return f"sqlite:///{Path(path).resolve()}"
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password, for logs and stats."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
-
-
-class MetadataStore:
+class MetadataStore(SqlStore):
     """The ``images`` table behind a small API; safe to share between threads."""
 
     def __init__(self, url: str, schema: str | None = None) -> None:
-        self.url = url
-        engine = create_engine(url, future=True)
-        if engine.dialect.name == "sqlite":
-            event.listen(engine, "connect", _sqlite_pragmas)
-        if schema:
-            # One database can hold several indices (or test runs), each in its own schema.
-            engine = engine.execution_options(schema_translate_map={None: schema})
-        self.engine: Engine = engine
-        Base.metadata.create_all(self.engine)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-
-    def close(self) -> None:
-        self.engine.dispose()
-
-    @contextmanager
-    def transaction(self) -> Iterator[Session]:
-        """One transaction: committed if the block finishes, rolled back otherwise."""
-        with self._sessions.begin() as session:
-            yield session
+        super().__init__(url, Base.metadata, schema)
 
     # ------------------------------------------------------------------ reads
     def count(self) -> int:
@@ -153,8 +124,8 @@ class MetadataStore:
                 return [(int(i), s, p) for i, s, p in session.execute(query)]
             out: list[tuple[int, str, str]] = []
             unique = sorted(set(ids))
-            for start in range(0, len(unique), _BATCH):
-                chunk = unique[start : start + _BATCH]
+            for start in range(0, len(unique), BATCH):
+                chunk = unique[start : start + BATCH]
                 out += [(int(i), s, p) for i, s, p in session.execute(query.where(ImageRow.id.in_(chunk)))]
             return sorted(out)
 
@@ -163,8 +134,8 @@ class MetadataStore:
         found: dict[str, tuple[int, str]] = {}
         unique = list(dict.fromkeys(paths))
         with self._sessions() as session:
-            for start in range(0, len(unique), _BATCH):
-                chunk = unique[start : start + _BATCH]
+            for start in range(0, len(unique), BATCH):
+                chunk = unique[start : start + BATCH]
                 query = select(ImageRow.path, ImageRow.id, ImageRow.sha256).where(ImageRow.path.in_(chunk))
                 found.update({p: (int(i), s) for p, i, s in session.execute(query)})
         return found
@@ -227,19 +198,10 @@ class MetadataStore:
     def _delete(session: Session, ids: Sequence[int]) -> list[int]:
         gone: list[int] = []
         unique = sorted({int(i) for i in ids})
-        for start in range(0, len(unique), _BATCH):
-            chunk = unique[start : start + _BATCH]
+        for start in range(0, len(unique), BATCH):
+            chunk = unique[start : start + BATCH]
             rows = list(session.scalars(select(ImageRow).where(ImageRow.id.in_(chunk))))
             for row in rows:
                 gone.append(int(row.id))
                 session.delete(row)
         return sorted(gone)
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # WAL: the service keeps reading while an admin writes; FULL: a committed batch survives power loss.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=FULL")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.close()

@@ -6,8 +6,9 @@ from indexer.indexer_settings import IndexerSettings
 from indexer.query.models import Models
 from indexer.tagging.source_tags import CaptionRetriever
 from indexer.tagging.store import VocabularyStore
-from indexer.tagging.tagger import Tagger, tower_fingerprint
+from indexer.tagging.tagger import Tagger
 from indexer.tagging.tagging_settings import TaggingSettings
+from indexer.tower import tower_fingerprint
 
 
 def load_tagger(

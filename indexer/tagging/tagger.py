@@ -7,7 +7,6 @@ as a whole on reload, and the source-tag embedding cache is guarded by a lock.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -18,7 +17,6 @@ from typing import Protocol
 import numpy as np
 from PIL import Image
 
-from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
 from indexer.tagging.ranking import contextual_tags
@@ -59,21 +57,6 @@ class Tag:
 
     def as_dict(self) -> dict[str, str | float]:
         return {"tag": self.tag, "score": round(self.score, 6), "source": self.source}
-
-
-def tower_fingerprint(tower: object, bridge: LanguageBridge | None = None) -> str | None:
-    """Identity of a text tower's weights and language bridge (vocabulary vectors are only valid for the
-    tower that made them)."""
-    state_dict = getattr(tower, "state_dict", None)
-    if state_dict is None:
-        return None
-    digest = hashlib.sha256()
-    for name, tensor in sorted(state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    if bridge is not None:
-        digest.update(bridge.weight.tobytes())
-    return digest.hexdigest()[:16]
 
 
 class Tagger:

@@ -8,7 +8,7 @@ matrix product against ``vectors`` (a few thousand rows, so a numpy matrix beats
 from __future__ import annotations
 
 import hashlib
-import json
+import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from indexer.caption_records import CaptionFileError, iter_captions
 from indexer.tagging.text import count_content_words, normalise_text, written_form
 
 DEFAULT_MIN_COUNT = 2
@@ -63,33 +64,24 @@ class Vocabulary:
 
 
 def read_texts(path: Path, lang: str) -> Iterator[str]:
-    """Texts of ``lang`` in ``path``: a caption JSONL file (rows with "lang" and "text") or plain text lines.
+    """Texts of ``lang`` in ``path``: a captions JSONL file (the shared format, :mod:`indexer.caption_records`) or
+    plain text lines.
 
     The format is decided by the first non-empty line: a JSON object means JSONL.
     """
     path = Path(path)
     try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise VocabularyError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    with handle:
-        jsonl: bool | None = None
-        for number, line in enumerate(handle, 1):
-            line = line.strip()
-            if not line:
-                continue
-            if jsonl is None:
-                jsonl = line.startswith("{")
-            if not jsonl:
-                yield line
-                continue
-            try:
-                row = json.loads(line)
-                row_lang, text = row["lang"], row["text"]
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise VocabularyError(f"{path}:{number}: not a caption row with 'lang' and 'text' ({exc})") from exc
-            if str(row_lang).lower() == lang.lower():
-                yield str(text)
+        with path.open(encoding="utf-8") as handle:
+            first = next((line.strip() for line in handle if line.strip()), "")
+            if not first.startswith("{"):
+                yield from (line.strip() for line in itertools.chain([first], handle) if line.strip())
+                return
+    except (OSError, UnicodeDecodeError) as exc:
+        raise VocabularyError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+    try:
+        yield from (caption.text for caption in iter_captions(path, [lang]))
+    except CaptionFileError as exc:
+        raise VocabularyError(str(exc)) from exc
 
 
 def read_word_list(path: Path) -> Counter[str]:

@@ -1,0 +1,68 @@
+"""The one way to open a SQL store (image metadata, captions): a SQLite file by default, any database URL otherwise.
+
+:class:`SqlStore` owns the engine, creates its tables and hands out transactions; subclasses add the typed
+queries of their own table(s). SQLite gets the same pragmas everywhere, PostgreSQL an optional schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import BigInteger, Engine, Integer, MetaData, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+# SQLite only autoincrements an "INTEGER PRIMARY KEY"; elsewhere ids are 64-bit like FAISS ids.
+ID_TYPE = BigInteger().with_variant(Integer(), "sqlite")
+BATCH = 900  # stay under SQLite's bound-parameter limit in IN (...) clauses
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{Path(path).resolve()}"
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for logs and stats."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def create_sql_engine(url: str, schema: str | None = None) -> Engine:
+    """An engine for ``url``; ``schema`` puts unqualified tables in that (PostgreSQL) schema."""
+    engine = create_engine(url, future=True)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    if schema:
+        # One database can hold several indices (or test runs), each in its own schema.
+        engine = engine.execution_options(schema_translate_map={None: schema})
+    return engine
+
+
+class SqlStore:
+    """Tables of ``metadata`` in the database at ``url``, created if missing; safe to share between threads."""
+
+    def __init__(self, url: str, metadata: MetaData, schema: str | None = None) -> None:
+        self.url = url
+        self.engine: Engine = create_sql_engine(url, schema)
+        metadata.create_all(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """One transaction: committed if the block finishes, rolled back otherwise."""
+        with self._sessions.begin() as session:
+            yield session
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL: the service keeps reading while an admin writes; FULL: a committed batch survives power loss.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
