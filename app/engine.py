@@ -164,7 +164,7 @@ def assemble(
     captions = timed(
         seconds,
         "caption_index",
-        lambda: CaptionIndex.open(settings.resolved_captions_dir, pipeline.models.text, settings.resolved_cache_dir),
+        lambda: CaptionIndex.from_settings(settings, pipeline.models.text),
     )
     warm_up_language_detection()
     return Engine(

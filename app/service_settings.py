@@ -44,7 +44,6 @@ class ServiceSettings(IndexerSettings):
         "605 req/s at 8 clients, 2 gave 512).",
     )
     images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")
-    captions_dir: Path | None = Field(default=None, description="Caption index folder; default INDEX_DIR/captions.")
     captions_file: Path | None = Field(default=None, description="JSONL captions indexed by `serve` if new.")
     max_captions: int = Field(default=20, ge=1, le=200, description="Most captions per language in /captions.")
     thumbnail_size: int = Field(default=256, ge=32, le=1024, description="Longest side of thumbnails (pixels).")
@@ -52,10 +51,6 @@ class ServiceSettings(IndexerSettings):
     allow_local_paths: bool = Field(
         default=True, description="Admin POST /images may index a path on the server's disk."
     )
-
-    @property
-    def resolved_captions_dir(self) -> Path:
-        return self.captions_dir or self.resolved_index_dir / "captions"
 
     @property
     def thumbnails_dir(self) -> Path:

@@ -31,6 +31,12 @@ class IndexerSettings(BaseSettings):
         default=None,
         description="SQLAlchemy URL for image metadata; default a SQLite file in the index folder.",
     )
+    captions_dir: Path | None = Field(default=None, description="Caption index folder; default INDEX_DIR/captions.")
+    captions_database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL for the caption rows (e.g. the PostgreSQL of POLYGLOT_DATABASE_URL); default a "
+        "SQLite file in the caption folder. Set it before indexing captions: rows are not moved between databases.",
+    )
     image_encoder: str = Field(default="efficientnet-lite2", description="Image encoder name (see encoders).")
     text_encoder: str = Field(default="muse", description="Text encoder name (see encoders).")
     tower_path: Path | None = Field(default=None, description="Text tower folder; default the shipped tower.")
@@ -78,6 +84,10 @@ class IndexerSettings(BaseSettings):
     @property
     def resolved_index_dir(self) -> Path:
         return self.index_dir or self.home / "index"
+
+    @property
+    def resolved_captions_dir(self) -> Path:
+        return self.captions_dir or self.resolved_index_dir / "captions"
 
     @property
     def resolved_models_dir(self) -> Path:

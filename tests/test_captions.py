@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,8 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from indexer.captions import Caption, CaptionFileError, CaptionIndex, read_captions
+
+pytest_plugins = ("api_fixtures",)
 
 
 @pytest.fixture
@@ -135,3 +139,39 @@ def test_captions_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert runner.invoke(cli, ["index", "captions", "remove"]).exit_code == 2
     missing = runner.invoke(cli, ["index", "captions", "add", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code == 2 and "cannot read" in missing.output
+
+
+@pytest.mark.postgres
+def test_captions_in_postgresql_through_the_cli_and_the_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str, pg_schema: str, photo_paths: list[Path]
+) -> None:
+    """POLYGLOT_CAPTIONS_DATABASE_URL puts the caption rows in PostgreSQL: `polyglot index captions add` writes
+    them there, and the service answers /captions from the same table."""
+    from api_fixtures import fake_engine_factory
+    from fastapi.testclient import TestClient
+
+    import app.cli.captions_cmd as captions_cmd
+    from app.main import create_app
+    from app.service_settings import ServiceSettings
+
+    for key in list(os.environ):
+        if key.startswith("POLYGLOT_"):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+    url = f"{postgres_url}?options=-csearch_path%3D{pg_schema}"
+    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("POLYGLOT_CAPTIONS_DATABASE_URL", url)
+    monkeypatch.setattr(captions_cmd, "load_embedder", lambda settings: fake_text_embedder())
+    source = tmp_path / "captions.jsonl"
+    source.write_text(
+        "\n".join(json.dumps(dataclasses.asdict(c), ensure_ascii=False) for c in CAPTIONS), encoding="utf-8"
+    )
+    added = CliRunner().invoke(cli, ["index", "captions", "add", str(source), "-q"])
+    assert added.exit_code == 0 and "added 6" in added.output, added.output
+    assert not (tmp_path / "home" / "index" / "captions" / "captions.sqlite").exists()  # the rows are in PostgreSQL
+    settings = ServiceSettings(home=tmp_path / "home", image_encoder="fake-grid", captions_database_url=url)
+    with TestClient(create_app(settings, fake_engine_factory(photo_paths))) as client:
+        answer = client.post("/captions", data={"image_id": "1"}, params={"lang": ["fr"], "k": 2})
+        assert answer.status_code == 200, answer.text
+        texts = {c["text"] for c in answer.json()["captions"]["fr"]}
+        assert texts == {c.text for c in CAPTIONS if c.lang == "fr"}

@@ -44,7 +44,7 @@ def opened() -> Iterator[CaptionIndex]:
     except (FileNotFoundError, ValueError) as exc:
         console.print(f"[red]error:[/] cannot load the text tower: {exc}", highlight=False)
         raise typer.Exit(code=2) from None
-    index = CaptionIndex.open(settings.resolved_captions_dir, embedder, settings.resolved_cache_dir)
+    index = CaptionIndex.from_settings(settings, embedder)
     try:
         yield index
     except IndexBusyError as exc:  # another `captions add/remove` holds the folder's write lock

@@ -116,9 +116,7 @@ def index_collection(settings: ServiceSettings, collection: Collection, captions
     except CaptionFileError as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(code=2) from None
-    caption_index = CaptionIndex.open(
-        settings.resolved_captions_dir, load_embedder(settings), settings.resolved_cache_dir
-    )
+    caption_index = CaptionIndex.from_settings(settings, load_embedder(settings))
     try:
         with tqdm(total=len(rows), desc="captions", unit="text", disable=quiet) as bar:
             added = caption_index.add(rows, progress=bar.update)

@@ -202,13 +202,11 @@ def register(cli: typer.Typer) -> None:
             if captions is not None:
                 retriever = caption_retriever_from_file(captions, text, settings.resolved_cache_dir)
             caption_index = None
-            if retriever is None and (settings.resolved_index_dir / "captions" / "captions.sqlite").exists():
+            if retriever is None and (settings.resolved_captions_dir / "captions.json").exists():
                 # The caption collection indexed with `polyglot index captions add`, as the service uses it.
                 from indexer.captions import CaptionIndex
 
-                caption_index = CaptionIndex.open(
-                    settings.resolved_index_dir / "captions", text, settings.resolved_cache_dir
-                )
+                caption_index = CaptionIndex.from_settings(settings, text)
                 retriever = CaptionIndexRetriever(caption_index)
             try:
                 tagger = load_tagger(models, settings, tag_settings, captions=retriever)

@@ -19,6 +19,7 @@ from indexer.caption_records import Caption
 from indexer.captions.files import FLAT, CaptionFiles
 from indexer.captions.store import CaptionStore
 from indexer.embedders import TextEmbedder
+from indexer.indexer_settings import IndexerSettings
 from indexer.sentence_cache import cached_sentences
 from indexer.store.locks import IndexBusyError, process_lock
 from indexer.store.sql import redact_url, sqlite_url
@@ -59,6 +60,13 @@ class CaptionIndex:
         self._indexes: dict[str, VectorIndex] = {}
 
     # ------------------------------------------------------------------ opening
+    @classmethod
+    def from_settings(cls, settings: IndexerSettings, embedder: TextEmbedder) -> CaptionIndex:
+        """The configured caption index (``POLYGLOT_CAPTIONS_DIR``, ``POLYGLOT_CAPTIONS_DATABASE_URL``)."""
+        return cls.open(
+            settings.resolved_captions_dir, embedder, settings.resolved_cache_dir, settings.captions_database_url
+        )
+
     @classmethod
     def open(
         cls, folder: Path, embedder: TextEmbedder, cache_dir: Path | None = None, database_url: str | None = None
