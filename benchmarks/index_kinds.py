@@ -5,8 +5,8 @@ Run from the repository root (results go to benchmarks/index_kinds.md)::
     .venv/bin/python benchmarks/index_kinds.py --queries 800
 
 The vectors are those of the index in POLYGLOT_INDEX_DIR (``var/index``: the 6,993 photos of the shared data);
-the queries are dev-split captions in the languages of the tower's encoder, embedded by the tower as ``/search``
-embeds them (default: the shipped mUSE tower, which answers en/de/fr/pt/… queries). Every kind is built from the
+the queries are dev-split captions in the languages ``/search`` accepts, embedded by the service's query pipeline
+with the current settings (each on its language's route). Every kind is built from the
 same vectors with its default settings; recall@k = overlap with the exhaustive (``flat``) top k.
 
 Search times are medians per call, one thread, with the last-level cache flushed before each call (a 64 MB
@@ -30,28 +30,28 @@ from typing import Any
 import faiss
 import numpy as np
 
-from indexer.embedders import TextEmbedder, shipped_fast_tower_path
 from indexer.indexer_settings import IndexerSettings
-from indexer.query import load_text_tower
+from indexer.query import QueryCache, QueryPipeline, load_models
 from indexer.store.core import FAISS_NAME
 from indexer.store.sidecar import Sidecar
-from indexer.store.vectors import VectorIndex, VectorIndexSettings
+from indexer.store.vectors import VectorIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "m30k-f8k"
 KINDS = ("flat", "pq-refine", "hnsw")
 
 
-def dev_captions(data: Path, embedder: TextEmbedder, limit: int) -> list[str]:
+def dev_captions(data: Path, pipeline: QueryPipeline, limit: int) -> list[tuple[str, str]]:
+    """Shuffled (text, lang) dev captions in the languages the served pipeline accepts."""
     dev = set((data / "splits" / "dev.txt").read_text(encoding="utf-8").split())
-    texts = []
+    pairs = []
     with (data / "captions.jsonl").open(encoding="utf-8") as handle:
         for line in handle:
             row = json.loads(line)
-            if row["image"] in dev and embedder.encoder.supports(row["lang"]):
-                texts.append(row["text"])
-    random.Random(0).shuffle(texts)
-    return texts[:limit]
+            if row["image"] in dev and pipeline.supports(row["lang"]):
+                pairs.append((row["text"], row["lang"]))
+    random.Random(0).shuffle(pairs)
+    return pairs[:limit]
 
 
 def timed(index: VectorIndex, queries: np.ndarray, batch: int, k: int, calls: int, flush: np.ndarray) -> float:
@@ -68,7 +68,6 @@ def timed(index: VectorIndex, queries: np.ndarray, batch: int, k: int, calls: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--tower", type=Path, default=None, help="Tower embedding the queries (default: shipped mUSE).")
     parser.add_argument("--queries", type=int, default=800)
     parser.add_argument("--calls", type=int, default=200, help="Timed calls per kind and batch size.")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "index_kinds.json")
@@ -86,16 +85,17 @@ def main() -> None:
     ids = stored.ids()
     vectors = stored.reconstruct_many(ids)
     row_of = {int(i): row for row, i in enumerate(ids)}
-    embedder = load_text_tower(settings, args.tower or shipped_fast_tower_path())
-    texts = dev_captions(args.data, embedder, args.queries)
-    queries = np.concatenate([embedder.embed(texts[s : s + 256]) for s in range(0, len(texts), 256)])
+    # The queries are what /search embeds with these settings (each caption on its language's route).
+    pipeline = QueryPipeline(load_models(settings), settings, QueryCache(0))
+    pairs = dev_captions(args.data, pipeline, args.queries)
+    queries = pipeline.embed_queries([text for text, _ in pairs], [lang for _, lang in pairs])
     flush = np.ones(64_000_000 // 8)
 
     rows: list[dict[str, Any]] = []
     reference: dict[int, list[list[int]]] = {}
     for kind in KINDS:
         began = time.perf_counter()
-        index = VectorIndex.build(ids, vectors, kind, VectorIndexSettings())
+        index = VectorIndex.build(ids, vectors, kind, settings.vector_index)
         build_s = time.perf_counter() - began
         row: dict[str, Any] = {"kind": kind, "build_s": round(build_s, 2)}
         for k in (20, 100):
@@ -119,12 +119,12 @@ def main() -> None:
         print(json.dumps(row), flush=True)
         rows.append(row)
 
-    report = {
+    report: dict[str, Any] = {
         "command": " ".join([".venv/bin/python", *sys.argv]),
         "images": len(ids),
         "dim": int(vectors.shape[1]),
         "queries": len(queries),
-        "query_tower": str(args.tower or "indexer/assets/tower-muse"),
+        "query_routes": sorted({pipeline.route_label(lang) for _, lang in pairs}),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_avg_1m": os.getloadavg()[0]},
         "results": rows,
     }
@@ -135,7 +135,7 @@ def main() -> None:
         f"Command: `{report['command']}`",
         "",
         f"{report['images']:,} photos ({report['dim']}-d vectors of the index), {report['queries']} dev captions as "
-        f"queries (embedded by `{report['query_tower']}`), recall against the exhaustive `flat` top k. Search: "
+        f"queries (embedded by the served pipeline: {', '.join(report['query_routes'])}), recall against the exhaustive `flat` top k. Search: "
         f"median ms per call, one thread, last-level cache flushed before each call. Machine: "
         f"{report['machine']['cpus']} CPUs, load average {report['machine']['load_avg_1m']:.1f}.",
         "",
