@@ -62,6 +62,11 @@ class IndexerSettings(BaseSettings):
         "others keep the main tower). 'auto': the shipped mUSE tower when the main tower is the shipped default; "
         "'off'; or a tower folder sharing the main tower's image space.",
     )
+    fast_tower_languages: list[str] | None = Field(
+        default=None,
+        description='The languages the fast tower answers (JSON list, e.g. ["en","de"]); the others take the '
+        "main tower. Unset: every language the fast tower's encoder declares.",
+    )
     fast_tower_use: Literal["route", "ensemble"] = Field(
         default="route",
         description="For queries in the fast tower's languages: 'route' embeds them with the fast tower alone "

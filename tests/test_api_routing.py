@@ -156,3 +156,13 @@ def test_queries_with_a_dictionary_are_scored_with_their_english_gloss(
         assert client.get("/ready").json()["gloss_languages"] == []
         plain = client.get("/search", params={"q": "Hund am Strand", "lang": "de"}).json()
         assert plain["language"]["gloss"] is None
+
+
+def test_fast_tower_languages_narrow_the_fast_route(service_settings: ServiceSettings, photo_paths: list[Path]) -> None:
+    settings = service_settings.model_copy(update={"fast_tower_languages": ["pt"]})
+    fast = fake_text_embedder(FastFakeEncoder(), seed=1)
+    with TestClient(create_app(settings, fake_engine_factory(photo_paths, CAPTIONS, fast_text=fast))) as client:
+        assert _search(client, lang="pt")["text_encoder"] == "fake-fast"
+        assert _search(client, lang="fr")["text_encoder"] == FakeTextEncoder.name  # covered, but not chosen
+        pipeline = client.app.state.engine.pipeline  # type: ignore[attr-defined]
+        assert pipeline.route_label("fr").startswith("main:") and pipeline.route_label("pt") == "fast:fake-fast"

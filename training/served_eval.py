@@ -78,6 +78,7 @@ def evaluate_served(pipeline: QueryPipeline, split: PreparedSplit, index_setting
     evaluation.report["served"] = {
         "fast_tower": settings.fast_tower,
         "fast_tower_use": settings.fast_tower_use,
+        "fast_tower_languages": settings.fast_tower_languages,
         "fast_tower_weight": settings.fast_tower_weight,
         "towers": pipeline.models.tower_names,
         "bridge": pipeline.models.text.bridge is not None,

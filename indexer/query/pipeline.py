@@ -56,8 +56,13 @@ class QueryPipeline:
         return self.models.text.encoder.supports(lang) or self.route(lang) != "main"
 
     def route(self, lang: str | None) -> Route:
-        fast = self.models.fast_text
-        if fast is None or lang is None or not fast.encoder.supports(lang):
+        fast, chosen = self.models.fast_text, self.settings.fast_tower_languages
+        if (
+            fast is None
+            or lang is None
+            or not fast.encoder.supports(lang)
+            or (chosen is not None and lang not in chosen)
+        ):
             return "main"
         return "both" if self.settings.fast_tower_use == "ensemble" else "fast"
 
