@@ -39,8 +39,11 @@ USER polyglot
 WORKDIR /home/polyglot
 VOLUME ["/data", "/models"]
 EXPOSE 8000
-# No curl in the image: the health check is a line of Python against /health.
+# The health check is readiness: /ready answers 200 once the models and the index are loaded (503 before, and while
+# shutting down), so an orchestrator waiting for "healthy" (compose depends_on, Swarm routing) sends no search to a
+# service that cannot answer it. /health answers whenever the process does: the liveness probe (e.g. Kubernetes
+# livenessProbe /health, readinessProbe /ready). No curl in the image: the check is a line of Python.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=180s --retries=3 \
-    CMD ["python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4).status == 200 else 1)"]
+    CMD ["python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/ready', timeout=4).status == 200 else 1)"]
 ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["polyglot", "serve", "--no-index", "--host", "0.0.0.0", "--port", "8000"]

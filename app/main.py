@@ -29,6 +29,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+from app import errors
 from app.body_limit import BodyLimitMiddleware
 from app.engine import Engine, load_engine
 from app.prometheus_metrics import Metrics, RequestMetricsMiddleware
@@ -86,6 +87,7 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.engine = None
+    errors.install(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_upload_bytes)
     # Added last = outermost: requests refused by the body limit are counted and logged too.
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics, log_requests=settings.log_requests)

@@ -53,13 +53,13 @@ from indexer.store.opening import (
     read_sidecar,
     space_config,
 )
+from indexer.store.uploads import UPLOADS_DIR
 from indexer.store.vectors import VectorIndex
 
 __all__ = [
     "AddReport", "Hit", "ImageIndex", "ImageRecord", "IndexBusyError", "IndexMismatchError", "IndexNotFoundError"
 ]
 
-UPLOADS_DIR = "uploads"
 CHECKPOINT_SECONDS = 30.0
 
 

@@ -20,7 +20,7 @@ from app.main import create_app
 from app.service_settings import ServiceSettings
 from indexer.captions import Caption
 from indexer.embedders import TextEmbedder
-from indexer.encoders.base import TextEncoder
+from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
 from indexer.indexer_settings import IndexerSettings
@@ -85,10 +85,13 @@ CAPTIONS = [
 
 
 def fake_engine_factory(
-    images: Sequence[Path] = (), captions: Sequence[Caption] = (), fast_text: TextEmbedder | None = None
+    images: Sequence[Path] = (),
+    captions: Sequence[Caption] = (),
+    fast_text: TextEmbedder | None = None,
+    image_encoder: Callable[[], ImageEncoder] = lambda: FakeImageEncoder(delay=0),
 ) -> Callable[[ServiceSettings], Engine]:
     def factory(settings: ServiceSettings) -> Engine:
-        index = ImageIndex.open(settings, encoder=FakeImageEncoder(delay=0), image_space=ImageSpace("l2"))
+        index = ImageIndex.open(settings, encoder=image_encoder(), image_space=ImageSpace("l2"))
         if images:
             index.add_paths(list(images), progress=False)
         models = load_models(settings, text=fake_text_embedder(), fast_text=fast_text, image_encoder=index.encoder)

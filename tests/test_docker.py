@@ -66,6 +66,29 @@ def test_compose_config_is_valid_and_wired() -> None:
     mounts = {str(v).split(":")[0] if isinstance(v, str) else v["source"] for v in api["volumes"]}
     assert {"index", "models", "images"} <= mounts
     assert services["indexer"]["command"][:3] == ["polyglot", "index", "add"]
+    assert published(api["ports"]) == [("127.0.0.1", 8000, 8000)]
+
+
+def published(ports: list[object]) -> list[tuple[str, int, int]]:
+    """(host ip, host port, container port) of compose's ports, short ("ip:host:container/tcp", compose v1) or
+    long form (compose v2)."""
+    out = []
+    for port in ports:
+        if isinstance(port, dict):
+            out.append((str(port.get("host_ip", "")), int(port["published"]), int(port["target"])))
+        else:
+            ip, host, container = str(port).split("/")[0].rsplit(":", 2)
+            out.append((ip, int(host), int(container)))
+    return out
+
+
+def test_api_port_is_published_on_loopback_unless_asked() -> None:
+    # Without a compose client: the raw file's default. The comment at the top says 127.0.0.1; so must the port.
+    api = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["api"]
+    assert api["ports"] == ["${POLYGLOT_BIND:-127.0.0.1}:${POLYGLOT_PORT:-8000}:8000"]
+    result = compose_config("docker-compose.yml", env={**SECRETS, "POLYGLOT_BIND": "0.0.0.0", "POLYGLOT_PORT": "9000"})
+    assert result.returncode == 0, result.stderr
+    assert published(yaml.safe_load(result.stdout)["services"]["api"]["ports"]) == [("0.0.0.0", 9000, 8000)]
 
 
 @pytest.mark.parametrize("missing", sorted(SECRETS))
@@ -96,6 +119,7 @@ def test_dockerfile_shape() -> None:
 def test_healthcheck_snippet_works_against_a_running_server(live_server: str) -> None:
     command = dockerfile_json("HEALTHCHECK")
     assert command[:2] == ["python", "-c"]
+    assert "/ready'" in command[2]  # readiness: "healthy" means models and index are loaded
     snippet = command[2].replace("http://127.0.0.1:8000", live_server)
     assert snippet != command[2]
     ok = subprocess.run([sys.executable, "-c", snippet], capture_output=True, timeout=30)
@@ -118,3 +142,27 @@ def test_container_commands_run_outside_docker() -> None:
         assert result.returncode == 0, (shlex.join(command), result.stderr)
         for option in options:
             assert option in result.stdout, (option, shlex.join(command))
+
+
+def test_healthcheck_fails_while_the_service_is_alive_but_not_ready() -> None:
+    """A server whose /health says ok but whose /ready says 503 (still loading) is not healthy."""
+    import http.server
+    import threading
+
+    class Loading(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if self.path == "/health" else 503)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Loading)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        snippet = dockerfile_json("HEALTHCHECK")[2].replace(":8000", f":{server.server_port}")
+        loading = subprocess.run([sys.executable, "-c", snippet], capture_output=True, timeout=30)
+        alive = subprocess.run([sys.executable, "-c", snippet.replace("/ready", "/health")], timeout=30)
+    finally:
+        server.shutdown()
+    assert loading.returncode != 0 and alive.returncode == 0

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from indexer.images import ImageDecodeError, decode_image, file_hash, load_image
+from indexer.encoders.torch_utils import resize_center_crop
+from indexer.images import MAX_ASPECT_RATIO, ImageDecodeError, decode_image, file_hash, load_image
 from indexer.store.ingest import header_size
 
 
@@ -97,3 +98,44 @@ def test_load_image_and_hash(tmp_path: Path) -> None:
     assert len(file_hash(path)) == 64
     with pytest.raises(ImageDecodeError, match="cannot read"):
         load_image(tmp_path / "missing.png")
+
+
+def test_aspect_ratio_limit_is_stated_in_the_refusal() -> None:
+    with pytest.raises(ImageDecodeError, match=rf"image is 21×1, an aspect ratio over {MAX_ASPECT_RATIO}:1"):
+        decode_image(encode(Image.new("L", (MAX_ASPECT_RATIO + 1, 1)), "PNG"))
+    assert decode_image(encode(Image.new("L", (MAX_ASPECT_RATIO, 1)), "PNG")).size == (8 * MAX_ASPECT_RATIO, 8)
+
+
+def test_out_of_memory_while_decoding_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def exhausted(image: Image.Image, in_place: bool = False) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr("indexer.images.ImageOps.exif_transpose", exhausted)
+    with pytest.raises(ImageDecodeError, match=r"too large to decode .*30x20"):
+        decode_image(encode(Image.new("RGB", (30, 20)), "PNG"))
+
+
+@pytest.mark.parametrize("size", [(1, 100_000), (100_000, 1), (3, 7), (640, 480), (375, 500)])
+def test_resize_center_crop_gives_the_model_square_whatever_the_shape(size: tuple[int, int]) -> None:
+    # The thin sizes took ~27 GB (and ~14 s) when the whole image was resized before cropping.
+    image = Image.new("RGB", size, (10, 200, 30))
+    out = resize_center_crop(image, 260)
+    assert out.size == (260, 260)
+    assert np.asarray(out).reshape(-1, 3).mean(axis=0).round().tolist() == [10, 200, 30]
+
+
+def test_resize_center_crop_matches_resizing_the_whole_photo() -> None:
+    """Resampling only the centre square gives the model the pixels it always got (so features in existing
+    indexes stay comparable): equal up to the float32 rounding of the box, a grey level on a few pixels."""
+    skimage_data = pytest.importorskip("skimage.data")
+    for name in ("astronaut", "chelsea", "rocket", "coffee"):
+        photo = Image.fromarray(getattr(skimage_data, name)()).convert("RGB")
+        for size in (224, 260):
+            width, height = photo.size
+            scale = size / min(width, height)
+            new_w, new_h = max(size, round(width * scale)), max(size, round(height * scale))
+            whole = photo.resize((new_w, new_h), Image.Resampling.BICUBIC)
+            left, top = (new_w - size) // 2, (new_h - size) // 2
+            expected = np.asarray(whole.crop((left, top, left + size, top + size)), dtype=int)
+            got = np.asarray(resize_center_crop(photo, size), dtype=int)
+            assert np.abs(got - expected).max() <= 2 and (got != expected).mean() < 0.005, (name, size)

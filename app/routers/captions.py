@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import numpy as np
-from fastapi import APIRouter, File, Form, HTTPException, Path, Query, UploadFile, status
+from fastapi import APIRouter, File, HTTPException, Query, UploadFile, status
 
 from app.deps import EngineDep
 from app.engine import Engine
-from app.routers.common import record_or_404, upload_vector
+from app.routers.common import FormImageId, ImageId, record_or_404, upload_vector
 from app.schemas.captions import CaptionResult, CaptionsResponse
 from app.schemas.search import SCORE_DOC
 
@@ -73,7 +73,7 @@ async def _answer(
 async def captions_for_upload(
     engine: EngineDep,
     file: Annotated[UploadFile | None, File(description="An image (JPEG, PNG, WebP, …).")] = None,
-    image_id: Annotated[int | None, Form(ge=0, le=2**62, description="Or: the id of an indexed image.")] = None,
+    image_id: FormImageId = None,
     lang: LangList = None,
     k: CaptionK = 5,
 ) -> CaptionsResponse:
@@ -96,7 +96,7 @@ async def captions_for_upload(
 )
 async def captions_for_image(
     engine: EngineDep,
-    image_id: Annotated[int, Path(ge=0, le=2**62)],
+    image_id: ImageId,
     lang: LangList = None,
     k: CaptionK = 5,
 ) -> CaptionsResponse:

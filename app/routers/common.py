@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from typing import Annotated
+
 import numpy as np
-from fastapi import HTTPException, UploadFile, status
+from fastapi import Form, HTTPException, Path, UploadFile, status
 from PIL import Image
+from pydantic import BeforeValidator
 
 from app.engine import Engine
 from app.schemas.images import ImageInfo, ImageMetadata
@@ -12,6 +16,27 @@ from indexer.images import ImageDecodeError, decode_image
 from indexer.store.metadata import ImageRecord
 
 _CHUNK = 1 << 20
+_CANONICAL_ID = re.compile(r"0|[1-9][0-9]{0,99}")  # longer ones: out of range (le=MAX_ID) anyway
+MAX_ID = 2**62
+
+
+def canonical_id(value: object) -> object:
+    """Ids parse strictly, as plain decimal digits: "/images/1.0", "/images/%201", "+1" or "01" all served image
+    1 (int parsing is lax), i.e. many URLs for one resource, each cached apart."""
+    if isinstance(value, str) and not _CANONICAL_ID.fullmatch(value):
+        raise ValueError(
+            "an image id is a whole number in plain digits, e.g. 42: no sign, spaces, leading zeros or decimals"
+        )
+    return value
+
+
+# The FastAPI marker first: after the validator, its bounds reach OpenAPI as "ge"/"le", not minimum/maximum.
+ImageId = Annotated[
+    int, Path(ge=0, le=MAX_ID, description="Image id (from search results)."), BeforeValidator(canonical_id)
+]
+FormImageId = Annotated[
+    int | None, Form(ge=0, le=MAX_ID, description="Or: the id of an indexed image."), BeforeValidator(canonical_id)
+]
 
 
 def image_url(image_id: int) -> str:

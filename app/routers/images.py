@@ -12,12 +12,12 @@ import mimetypes
 from pathlib import Path as FsPath
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, HTTPException, Path, Query, UploadFile, status
+from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, status
 from fastapi.responses import FileResponse, Response
 
 from app.deps import AdminDep, EngineDep
 from app.engine import Engine
-from app.routers.common import decode_or_422, image_info, read_upload, record_or_404
+from app.routers.common import ImageId, decode_or_422, image_info, read_upload, record_or_404
 from app.schemas.images import ImageAdded, ImageDeleted, ImageInfo
 from indexer.atomic import atomic_write_bytes
 from indexer.images import ImageDecodeError, content_hash, is_image_path, load_image
@@ -26,7 +26,6 @@ from indexer.store.metadata import ImageRecord
 
 router = APIRouter(tags=["images"])
 
-ImageId = Annotated[int, Path(ge=0, le=2**62, description="Image id (from search results).")]
 _CACHE = {"Cache-Control": "public, max-age=86400"}
 
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated
 
 import numpy as np
-from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, status
+from fastapi import APIRouter, File, HTTPException, Query, UploadFile, status
 
 from app.deps import EngineDep
 from app.engine import Engine
 from app.language_names import language_names
-from app.routers.common import image_url, record_or_404, thumbnail_url, upload_vector
+from app.routers.common import FormImageId, image_url, record_or_404, thumbnail_url, upload_vector
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
 from indexer.image_index import Hit
 from indexer.query.language import detect_language
@@ -43,6 +44,24 @@ def check_page(engine: Engine, k: int, offset: int) -> None:
             status.HTTP_422_UNPROCESSABLE_CONTENT,
             f"offset must be at most {settings.max_offset} (POLYGLOT_MAX_OFFSET): refine the query instead",
         )
+
+
+def _invisible(char: str) -> bool:
+    # Controls, format characters (zero-width space, BOM, bidi marks), unassigned/private code points, spaces.
+    return unicodedata.category(char)[0] in "CZ"
+
+
+def clean_query(text: str) -> str:
+    """``q`` as the encoders should see it: control characters (NUL, escapes) become spaces, and invisible
+    characters at either end go. Nothing visible left (only zero-width spaces, say) → "" (an empty query).
+    Format characters inside a query stay: zero-width (non-)joiners are spelling in Persian or Hindi."""
+    text = "".join(" " if unicodedata.category(char) == "Cc" else char for char in text)
+    start, end = 0, len(text)
+    while start < end and _invisible(text[start]):
+        start += 1
+    while end > start and _invisible(text[end - 1]):
+        end -= 1
+    return text[start:end]
 
 
 def _language(engine: Engine, q: str, lang: str | None) -> LanguageInfo:
@@ -112,9 +131,12 @@ async def search_text(
     min_score: MinScoreParam = None,
 ) -> SearchResponse:
     check_page(engine, k, offset)
-    query = q.strip()
+    query = clean_query(q)
     if not query:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "empty query: q must contain some text")
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, "empty query: q must contain some visible text (not only spaces, "
+            "zero-width or control characters)"
+        )
     limit = engine.settings.max_query_chars
     if len(query) > limit:
         raise HTTPException(
@@ -151,7 +173,7 @@ async def search_text(
 async def search_image(
     engine: EngineDep,
     file: Annotated[UploadFile | None, File(description="An image (JPEG, PNG, WebP, …).")] = None,
-    image_id: Annotated[int | None, Form(ge=0, le=2**62, description="Or: the id of an indexed image.")] = None,
+    image_id: FormImageId = None,
     k: KParam = 20,
     offset: OffsetParam = 0,
     min_score: MinScoreParam = None,

@@ -29,6 +29,7 @@ from indexer.store.ingest import Item, header_size
 from indexer.store.locks import IndexBusyError, ReadWriteLock, process_lock
 from indexer.store.metadata import ImageRecord, MetadataStore
 from indexer.store.sidecar import Sidecar
+from indexer.store.uploads import UPLOADS_DIR, remove_orphan_uploads
 from indexer.store.vectors import VectorIndex
 
 log = logging.getLogger("indexer.image_index")  # logged under the public class's module
@@ -36,6 +37,9 @@ log = logging.getLogger("indexer.image_index")  # logged under the public class'
 FAISS_NAME = "vectors.faiss"
 DB_NAME = "metadata.sqlite"
 LOCK_NAME = ".write.lock"
+# Decoded images wait for the encoder in batches of at most this many pixels (128 MB as RGB), however many
+# images POLYGLOT_BATCH_SIZE allows: 32 photos of 50 Mpx would otherwise be 6 GB at once.
+PENDING_PIXELS = 32_000_000
 
 
 @dataclass
@@ -123,8 +127,19 @@ class IndexCore(ABC):
             return []
         cache = self._feature_cache()
         features = cache.get_many([item.sha256 for item in items])
-        images = dict(decoded or {})
+        images = dict(decoded or {})  # decoded, not encoded yet
         broken: dict[str, str] = {}
+
+        def encode_pending() -> None:
+            todo = [sha for sha in images if sha not in features]
+            if todo:
+                computed = self._loaded_encoder().predict([images[sha] for sha in todo])
+                fresh = dict(zip(todo, computed, strict=True))
+                cache.put_many(fresh)
+                features.update(fresh)
+            images.clear()
+
+        pending = sum(image.width * image.height for image in images.values())
         for item in items:
             if item.sha256 in features or item.sha256 in images or item.sha256 in broken:
                 continue
@@ -135,20 +150,20 @@ class IndexCore(ABC):
                 continue
             images[item.sha256] = image
             item.size = image.size
-        todo = [sha for sha in images if sha not in features]
-        if todo:
-            computed = self._loaded_encoder().predict([images[sha] for sha in todo])
-            fresh = dict(zip(todo, computed, strict=True))
-            cache.put_many(fresh)
-            features.update(fresh)
+            pending += image.width * image.height
+            del image
+            if pending >= PENDING_PIXELS:
+                encode_pending()
+                pending = 0
+        encode_pending()
         good: builtins.list[Item] = []
         for item in items:
             if item.sha256 in broken:
                 report.failed.append((str(item.path), broken[item.sha256]))
                 continue
-            if item.size is None:
+            if item.size is None:  # features cached, or a duplicate of an item decoded above
                 try:
-                    item.size = images[item.sha256].size if item.sha256 in images else header_size(item.data)
+                    item.size = header_size(item.data)
                 except ImageDecodeError as exc:
                     report.failed.append((str(item.path), str(exc)))
                     continue
@@ -180,22 +195,32 @@ class IndexCore(ABC):
         missing = [(i, sha, path) for i, sha, path in keys if sha not in cached]
         failed: builtins.list[tuple[str, str]] = []
         bar = tqdm(total=len(missing), unit="img", desc="re-encoding", disable=not progress or not missing)
-        for start in range(0, len(missing), self.settings.batch_size):
-            batch, images = [], []
-            for i, sha, path in missing[start : start + self.settings.batch_size]:
-                try:
-                    data = Path(path).read_bytes()
-                    if content_hash(data) != sha:
-                        raise ImageDecodeError("the file changed since it was indexed; run `polyglot index add`")
-                    images.append(decode_image(data, max_pixels=self.settings.max_image_pixels))
-                    batch.append((i, sha))
-                except (OSError, ImageDecodeError) as exc:
-                    failed.append((path, str(exc)))
+        batch: builtins.list[tuple[int, str]] = []
+        images: builtins.list[Image.Image] = []
+
+        def encode_batch() -> None:
             if images:
                 vectors = self._loaded_encoder().predict(images)
                 cache.put_many({sha: vectors[n] for n, (_, sha) in enumerate(batch)})
                 out.update({i: vectors[n] for n, (i, _) in enumerate(batch)})
-            bar.update(len(missing[start : start + self.settings.batch_size]))
+            bar.update(len(batch))
+            batch.clear()
+            images.clear()
+
+        for i, sha, path in missing:
+            try:
+                data = Path(path).read_bytes()
+                if content_hash(data) != sha:
+                    raise ImageDecodeError("the file changed since it was indexed; run `polyglot index add`")
+                images.append(decode_image(data, max_pixels=self.settings.max_image_pixels))
+                batch.append((i, sha))
+            except (OSError, ImageDecodeError) as exc:
+                failed.append((path, str(exc)))
+                bar.update(1)
+            pixels = sum(image.width * image.height for image in images)
+            if len(images) >= self.settings.batch_size or pixels >= PENDING_PIXELS:
+                encode_batch()
+        encode_batch()
         bar.close()
         return out, failed
 
@@ -230,6 +255,7 @@ class IndexCore(ABC):
                 for stale in self.folder.glob(".*.tmp"):  # a writer killed inside an atomic write
                     stale.unlink(missing_ok=True)
                 self._reconcile()
+                remove_orphan_uploads(self.folder / UPLOADS_DIR, self.store)
         except IndexBusyError:
             # Another process is mid-write; it reconciles itself. Read what is on disk.
             log.info("index busy: skipping reconcile", extra={"index_dir": str(self.folder)})

@@ -145,6 +145,16 @@ class MetadataStore(SqlStore):
             row = session.scalars(select(ImageRow).where(ImageRow.sha256 == sha256).order_by(ImageRow.id)).first()
             return ImageRecord.from_row(row) if row else None
 
+    def known_sha256(self, hashes: Sequence[str]) -> set[str]:
+        """The content hashes among ``hashes`` that some image has."""
+        found: set[str] = set()
+        unique = list(dict.fromkeys(hashes))
+        with self._sessions() as session:
+            for start in range(0, len(unique), BATCH):
+                chunk = unique[start : start + BATCH]
+                found.update(session.scalars(select(ImageRow.sha256).where(ImageRow.sha256.in_(chunk))))
+        return found
+
     def get(self, id_: int) -> ImageRecord | None:
         with self._sessions() as session:
             row = session.get(ImageRow, int(id_))
