@@ -71,6 +71,7 @@ def test_text_and_image_search_on_an_index_built_by_the_cli(cli_env: Path) -> No
     [
         (["search", "un chien", "--lang", "xx"], "unsupported --lang 'xx'"),
         (["search", "   "], "empty query"),
+        (["search", "\u200b\u200b"], "empty query"),
         (["search", "--image", "missing.jpg"], "no such image file"),
         (["search"], "give a text QUERY or --image"),
         (["search", "chien", "--image", "x.jpg"], "give a text QUERY or --image"),

@@ -39,10 +39,11 @@ def register(cli: typer.Typer) -> None:
         from indexer.images import ImageDecodeError, load_image
         from indexer.query import ModelsError, QueryPipeline, load_models
         from indexer.query.language import detect_language
+        from indexer.query.query_text import clean_query
 
         if (query is None) == (image is None):
             raise fail("give a text QUERY or --image PATH (one of them)")
-        text = (query or "").strip()
+        text = clean_query(query or "")
         if image is None and not text:
             raise fail("empty query: give some text to look for")
         if image is not None and not image.is_file():

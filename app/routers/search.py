@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Annotated
 
 import numpy as np
@@ -15,6 +14,7 @@ from app.routers.common import FormImageId, image_url, record_or_404, thumbnail_
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
 from indexer.image_index import Hit
 from indexer.query.language import detect_language
+from indexer.query.query_text import clean_query
 
 router = APIRouter(tags=["search"])
 
@@ -44,24 +44,6 @@ def check_page(engine: Engine, k: int, offset: int) -> None:
             status.HTTP_422_UNPROCESSABLE_CONTENT,
             f"offset must be at most {settings.max_offset} (POLYGLOT_MAX_OFFSET): refine the query instead",
         )
-
-
-def _invisible(char: str) -> bool:
-    # Controls, format characters (zero-width space, BOM, bidi marks), unassigned/private code points, spaces.
-    return unicodedata.category(char)[0] in "CZ"
-
-
-def clean_query(text: str) -> str:
-    """``q`` as the encoders should see it: control characters (NUL, escapes) become spaces, and invisible
-    characters at either end go. Nothing visible left (only zero-width spaces, say) → "" (an empty query).
-    Format characters inside a query stay: zero-width (non-)joiners are spelling in Persian or Hindi."""
-    text = "".join(" " if unicodedata.category(char) == "Cc" else char for char in text)
-    start, end = 0, len(text)
-    while start < end and _invisible(text[start]):
-        start += 1
-    while end > start and _invisible(text[end - 1]):
-        end -= 1
-    return text[start:end]
 
 
 def _language(engine: Engine, q: str, lang: str | None) -> LanguageInfo:
