@@ -29,7 +29,7 @@ def t2i_r10(by_source: dict, lang: str, machine: bool) -> tuple[float, int] | No
 def main(specs: list[str]) -> None:
     runs = []
     for spec in specs:
-        name, _, stem = spec.partition("=")
+        name, _, stem = spec.rpartition("=")
         report = json.loads(Path(f"{stem}.json").read_text())
         runs.append((name, report, json.loads(Path(f"{stem}.src.json").read_text())))
     for machine, langs in ((False, HUMAN), (True, MT)):
