@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -36,6 +37,15 @@ log = logging.getLogger("indexer.image_index")  # logged under the public class'
 FAISS_NAME = "vectors.faiss"
 DB_NAME = "metadata.sqlite"
 LOCK_NAME = ".write.lock"
+
+
+@dataclass
+class Prepared:
+    """A batch ready for the encoder: features found in the cache, encoder inputs for the rest, bad images."""
+
+    features: dict[str, np.ndarray]
+    inputs: dict[str, Any] = field(default_factory=dict)  # sha256 → encoder.prepare(image)
+    broken: dict[str, str] = field(default_factory=dict)  # sha256 → why it is not an image
 
 
 @dataclass
@@ -115,31 +125,38 @@ class IndexCore(ABC):
                     self._cache = FeatureCache(self.settings.resolved_cache_dir, self.encoder.name, dim)
         return self._cache
 
+    def _prepare(self, items: builtins.list[Item], decoded: dict[str, Image.Image] | None = None) -> Prepared:
+        """The CPU work before the network for a batch: cached features, else decode + ``encoder.prepare``.
+        Thread-safe: ``add_paths`` runs it in a worker thread for the next batch while this one is encoded."""
+        prepared = Prepared(self._feature_cache().get_many([item.sha256 for item in items]))
+        for item in items:
+            sha = item.sha256
+            if sha in prepared.features or sha in prepared.inputs or sha in prepared.broken:
+                continue
+            image = (decoded or {}).get(sha)
+            if image is None:
+                try:
+                    image = decode_image(item.data, max_pixels=self.settings.max_image_pixels)
+                except ImageDecodeError as exc:
+                    prepared.broken[sha] = str(exc)
+                    continue
+            item.size = image.size
+            prepared.inputs[sha] = self.encoder.prepare(image)
+        return prepared
+
     def _ingest(
-        self, items: builtins.list[Item], report: AddReport, decoded: dict[str, Image.Image] | None = None
+        self, items: builtins.list[Item], report: AddReport, prepared: Prepared | None = None
     ) -> builtins.list[ImageRecord]:
         """Features (cache or encoder) → rows (one transaction) → vectors. Returns the new records."""
         if not items:
             return []
-        cache = self._feature_cache()
-        features = cache.get_many([item.sha256 for item in items])
-        images = dict(decoded or {})
-        broken: dict[str, str] = {}
-        for item in items:
-            if item.sha256 in features or item.sha256 in images or item.sha256 in broken:
-                continue
-            try:
-                image = decode_image(item.data, max_pixels=self.settings.max_image_pixels)
-            except ImageDecodeError as exc:
-                broken[item.sha256] = str(exc)
-                continue
-            images[item.sha256] = image
-            item.size = image.size
-        todo = [sha for sha in images if sha not in features]
+        prepared = prepared or self._prepare(items)
+        features, broken = dict(prepared.features), prepared.broken
+        todo = [sha for sha in prepared.inputs if sha not in features]
         if todo:
-            computed = self._loaded_encoder().predict([images[sha] for sha in todo])
+            computed = self._loaded_encoder().predict_prepared([prepared.inputs[sha] for sha in todo])
             fresh = dict(zip(todo, computed, strict=True))
-            cache.put_many(fresh)
+            self._feature_cache().put_many(fresh)
             features.update(fresh)
         good: builtins.list[Item] = []
         for item in items:
@@ -148,7 +165,7 @@ class IndexCore(ABC):
                 continue
             if item.size is None:
                 try:
-                    item.size = images[item.sha256].size if item.sha256 in images else header_size(item.data)
+                    item.size = header_size(item.data)
                 except ImageDecodeError as exc:
                     report.failed.append((str(item.path), str(exc)))
                     continue
