@@ -237,6 +237,7 @@ def main() -> None:
     parser.add_argument("--langs", default="en,de,fr,pt", help="Languages of the query captions (cs: main tower).")
     parser.add_argument("--repeat", type=int, default=1, help="Runs per level; the table shows the median one.")
     parser.add_argument("--per-lang", action="store_true", help="Also each language of --langs on its own.")
+    parser.add_argument("--lang-repeat", type=int, default=1, help="Runs per level of each language on its own.")
     parser.add_argument("--fast-tower", help="POLYGLOT_FAST_TOWER for the started server (auto, off or a folder).")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "load_search.json")
     parser.add_argument("--md", type=Path, default=ROOT / "benchmarks" / "load_search.md")
@@ -288,7 +289,7 @@ def main() -> None:
             own = queries(args.max_requests, langs=(lang,))
             per_lang[lang] = []
             for clients in levels:
-                runs = [level(clients, own, args.seconds, args.max_requests, "/search") for _ in range(args.repeat)]
+                runs = [level(clients, own, args.seconds, args.max_requests, "/search") for _ in range(args.lang_repeat)]
                 print(lang, json.dumps(runs[-1]), flush=True)
                 per_lang[lang].append(median_run(runs))
         # Reference: the same HTTP stack and client with no work behind it (what the machine costs per request).

@@ -85,3 +85,32 @@ def test_factory_picks_the_backend(tmp_path: Path) -> None:
     assert isinstance(create_image_encoder("efficientnet-lite0"), EfficientNetLiteEncoder)  # no models folder
     with pytest.raises(UnknownEncoderError, match="backend"):
         create_image_encoder("efficientnet-lite0", models_dir=models, backend="tensorrt")
+
+
+def test_cuda_device_without_the_onnx_cuda_provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU, `auto` takes ONNX Runtime only when it has the CUDA provider, else eager PyTorch on the GPU;
+    a forced ONNX backend says what to install. (CI has no GPU: the provider list is what is tested.)"""
+    import onnxruntime
+
+    from indexer.encoders.factory import use_onnx
+    from indexer.encoders.onnx_session import providers
+
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    with pytest.raises(RuntimeError, match="onnxruntime-gpu"):
+        providers("cuda:0")
+    assert providers("cpu") == ["CPUExecutionProvider"]
+    built = tmp_path / "models"
+    folder = EFFICIENTNET_LITE0_ONNX.folder(built)
+    folder.mkdir(parents=True)
+    for name in ("features.onnx", "head.npz"):
+        (folder / name).write_bytes(b"x")
+    (folder / "manifest.json").write_text(
+        '{"format": 1, "files": {"features.onnx": {"size": 1, "sha256": "-"}, "head.npz": {"size": 1, "sha256": "-"}}}'
+    )
+    assert use_onnx(EFFICIENTNET_LITE0_ONNX, built, "cpu", "auto")
+    assert not use_onnx(EFFICIENTNET_LITE0_ONNX, built, "cuda", "auto")
+    monkeypatch.setattr(
+        onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
+    assert use_onnx(EFFICIENTNET_LITE0_ONNX, built, "cuda", "auto")
+    assert providers("cuda") == ["CUDAExecutionProvider", "CPUExecutionProvider"]
