@@ -38,22 +38,27 @@ from indexer.indexer_settings import IndexerSettings
 DEFAULT_IMAGES = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k" / "images"
 
 
-def settings_for(root: Path, encoder: str, batch_size: int, cache_dir: Path | None = None) -> IndexerSettings:
+def settings_for(
+    root: Path, encoder: str, batch_size: int, cache_dir: Path | None = None, backend: str = "auto"
+) -> IndexerSettings:
     return IndexerSettings(
         home=root,
         index_dir=root / "index",
         cache_dir=cache_dir or root / "cache",
+        models_dir=IndexerSettings().resolved_models_dir,  # the built ONNX exports (POLYGLOT_MODELS_DIR)
         image_encoder=encoder,
+        encoder_backend=backend,  # type: ignore[arg-type]
         batch_size=batch_size,
     )
 
 
-def bench_encoder(name: str, photos: list[Path], batch_size: int) -> dict[str, Any]:
+def bench_encoder(name: str, photos: list[Path], batch_size: int, backend: str) -> dict[str, Any]:
     result: dict[str, Any] = {"encoder": name, "images": len(photos), "batch_size": batch_size}
     root = Path(tempfile.mkdtemp(prefix="bench-index-"))
     try:
-        index = ImageIndex.open(settings_for(root, name, batch_size), image_space=ImageSpace("l2"))
+        index = ImageIndex.open(settings_for(root, name, batch_size, backend=backend), image_space=ImageSpace("l2"))
         encoder: Any = index.encoder
+        result["backend"] = getattr(encoder, "backend", "torch")
         encoder.load()  # model loading is a one-off cost, not throughput
         encoder.predict([decode_image(photos[0].read_bytes())])  # warm-up (oneDNN kernels)
         start = time.perf_counter()
@@ -70,17 +75,17 @@ def bench_encoder(name: str, photos: list[Path], batch_size: int) -> dict[str, A
 
         start = time.perf_counter()
         for path in photos:
-            encoder.preprocess(decode_image(path.read_bytes()))
+            encoder.prepare(decode_image(path.read_bytes()))
         result["decode_preprocess_images_per_s"] = len(photos) / (time.perf_counter() - start)
 
+        # The ceiling: the network alone on ready pixels, same batch size, same session and threads.
         size = encoder.input_size
-        batch = torch.randn(batch_size, 3, size, size).contiguous(memory_format=torch.channels_last)
+        batch = list(np.random.default_rng(0).standard_normal((batch_size, 3, size, size), dtype=np.float32))
         batches = max(1, len(photos) // batch_size)
-        with torch.inference_mode():
-            encoder._model.extract_features(batch)  # warm-up
-            start = time.perf_counter()
-            for _ in range(batches):
-                encoder._model.extract_features(batch).mean(dim=(2, 3))
+        encoder.predict_prepared(batch)  # warm-up
+        start = time.perf_counter()
+        for _ in range(batches):
+            encoder.predict_prepared(batch)
         result["model_images_per_s"] = batches * batch_size / (time.perf_counter() - start)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -119,23 +124,25 @@ def bench_open(name: str, photos: list[Path], batch_size: int, cache_dir: Path, 
         shutil.rmtree(root, ignore_errors=True)
 
 
-def markdown(results: list[dict[str, Any]], opened: dict[str, Any] | None, command: str) -> str:
+def markdown(results: list[dict[str, Any]], opened: dict[str, Any] | None, command: str, load_start: float) -> str:
+    import onnxruntime
+
     lines = [
         "# Indexing benchmark",
         "",
         f"Command: `{command}`  ",
         f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average at the end "
-        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs. When the load exceeds the CPU count, other jobs shared "
+        f"onnxruntime {onnxruntime.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+        f"(1 min) {load_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs. When the load exceeds the CPU count, other jobs shared "
         "the cores during the run: absolute numbers are then pessimistic and the ratios more telling.",
         "",
-        "| encoder | images | batch | indexing img/s (decode incl.) | decode+preprocess img/s | model-only img/s "
-        "| FAISS bytes/img | SQLite bytes/img | memory bytes/img |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| encoder | backend | images | batch | indexing img/s (decode incl.) | decode+preprocess img/s "
+        "| model-only img/s | FAISS bytes/img | SQLite bytes/img | memory bytes/img |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         lines.append(
-            f"| {r['encoder']} | {r['images']} | {r['batch_size']} | {r['index_images_per_s']:.1f} "
+            f"| {r['encoder']} | {r['backend']} | {r['images']} | {r['batch_size']} | {r['index_images_per_s']:.1f} "
             f"| {r['decode_preprocess_images_per_s']:.1f} | {r['model_images_per_s']:.1f} "
             f"| {r['faiss_bytes_per_image']:.0f} | {r['sqlite_bytes_per_image']:.0f} | {r['memory_bytes_per_image']:.0f} |"
         )
@@ -158,26 +165,31 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=300, help="Photos for the throughput runs.")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--encoders", nargs="+", default=["efficientnet-lite0", "efficientnet-lite2"])
+    parser.add_argument(
+        "--backends", nargs="+", default=["onnx", "torch"], help="POLYGLOT_ENCODER_BACKEND values to compare."
+    )
     parser.add_argument("--open-encoder", default="efficientnet-lite2")
     parser.add_argument("--open-cache-dir", type=Path, default=Path("var/cache"), help="Features cache to reuse.")
     parser.add_argument("--skip-open", action="store_true")
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("indexing.md"))
     args = parser.parse_args()
 
+    load_start = os.getloadavg()[0]
     photos = expand_sources([args.images]).paths
     sample = [photos[i] for i in np.random.default_rng(0).choice(len(photos), args.sample, replace=False)]
     results = []
     for name in args.encoders:
-        print(f"benchmarking {name} on {len(sample)} photos …", flush=True)
-        results.append(bench_encoder(name, sample, args.batch_size))
-        print(json.dumps(results[-1]), flush=True)
+        for backend in args.backends:
+            print(f"benchmarking {name} ({backend}) on {len(sample)} photos …", flush=True)
+            results.append(bench_encoder(name, sample, args.batch_size, backend))
+            print(json.dumps(results[-1]), flush=True)
     opened = None
     if not args.skip_open:
         print(f"building and opening an index of {len(photos)} photos …", flush=True)
         opened = bench_open(args.open_encoder, photos, args.batch_size, args.open_cache_dir.resolve())
         print(json.dumps(opened), flush=True)
     command = ".venv/bin/python benchmarks/indexing.py " + " ".join(sys.argv[1:])
-    args.out.write_text(markdown(results, opened, command.strip()), encoding="utf-8")
+    args.out.write_text(markdown(results, opened, command.strip(), load_start), encoding="utf-8")
     print(f"wrote {args.out}")
 
 

@@ -30,19 +30,31 @@ import httpx
 import wrk_client
 
 ROOT = Path(__file__).resolve().parents[1]
-CAPTIONS = ROOT.parent / "shared" / "data" / "m30k-f8k" / "captions.jsonl"
+DATA = ROOT.parent / "shared" / "data"
+CAPTIONS = DATA / "m30k-f8k" / "captions.jsonl"
+MORE_CAPTIONS = DATA / "more-langs" / "f8k-captions.jsonl"  # zh, ja, ar, es, uk captions of the same photos
 
 
 def queries(limit: int, seed: int = 0, langs: tuple[str, ...] = ("en", "de", "fr", "pt")) -> list[tuple[str, str]]:
-    """Distinct (text, lang) pairs from the shared captions in ``langs``, shuffled."""
-    rows: dict[str, str] = {}
-    with CAPTIONS.open(encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            if row["lang"] in langs:
-                rows.setdefault(row["text"][:300], row["lang"])
-    pairs = list(rows.items())
-    random.Random(seed).shuffle(pairs)
+    """Distinct (text, lang) pairs from the dev captions of m30k-f8k and more-langs in ``langs``: each language
+    shuffled, then taken in turn (every language an equal share of the requests, whatever its caption count)."""
+    dev = set((CAPTIONS.parent / "splits" / "dev.txt").read_text().split())
+    by_lang: dict[str, dict[str, None]] = {lang: {} for lang in langs}
+    for path in (CAPTIONS, MORE_CAPTIONS):
+        if not path.exists():
+            continue
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                row = json.loads(line)
+                if row["lang"] in by_lang and row["image"] in dev:
+                    by_lang[row["lang"]].setdefault(row["text"][:300])
+    rng = random.Random(seed)
+    shuffled = []
+    for lang in langs:
+        texts = list(by_lang[lang])
+        rng.shuffle(texts)
+        shuffled.append([(text, lang) for text in texts])
+    pairs = [pair for row in zip(*shuffled, strict=False) for pair in row]  # up to the smallest language: balanced
     return pairs[:limit]
 
 
@@ -163,7 +175,8 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"Server: one uvicorn process on 127.0.0.1, {server['images']:,} images, text encoder `{server['text_encoder']}`"
         f" + text tower `{report['tower']}`{fast}, image encoder `{server['image_encoder']}`, k = {report['k']}, query cache off"
-        f" (every query is a distinct caption in {'/'.join(report.get('langs', ['en', 'de', 'fr', 'pt']))} with its `lang`). "
+        f" (every query is a distinct caption in {'/'.join(report.get('langs', ['en', 'de', 'fr', 'pt']))} with its `lang`, "
+        f"languages in turn; encoders by language: {', '.join(f'{k} `{v}`' for k, v in report.get('routes', {}).items())}). "
         f"Client: {'wrk (C)' if report.get('client') == 'wrk' else 'httpx async (Python)'} on the same machine.",
         f"Machine: {machine['cpus']} CPUs ({machine['platform']}), load average {machine['load_avg_start']:.1f} at the start and "
         f"{machine['load_avg_1m']:.1f} at the end (load generator and server share the cores).",
@@ -178,6 +191,23 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {r['clients']} | {r['requests']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} |"
             f" {r['mean_ms']} | {r['errors'] or 'none'} | {runs} |"
         )
+    if report.get("per_lang"):
+        lines += [
+            "",
+            "Each language on its own (the same server, every query a distinct dev caption of that language; "
+            "`route`: the tower(s) that answered, from the server's answers):",
+            "",
+            "| lang | route | clients | req/s | p50 ms | p95 ms | p99 ms | all runs: req/s, p50 / p99 ms |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        ]
+        for lang, rows in report["per_lang"].items():
+            for r in rows:
+                runs = "; ".join(f"{run['rps']}, {run['p50_ms']} / {run['p99_ms']}" for run in r.get("runs", [r]))
+                route = report.get("routes", {}).get(lang, "?")
+                lines.append(
+                    f"| {lang} | {route} | {r['clients']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} "
+                    f"| {runs} |"
+                )
     lines += [
         "",
         "Reference: `GET /health` through the same server and client (no search work: HTTP stack + load generator):",
@@ -206,6 +236,8 @@ def main() -> None:
     )
     parser.add_argument("--langs", default="en,de,fr,pt", help="Languages of the query captions (cs: main tower).")
     parser.add_argument("--repeat", type=int, default=1, help="Runs per level; the table shows the median one.")
+    parser.add_argument("--per-lang", action="store_true", help="Also each language of --langs on its own.")
+    parser.add_argument("--lang-repeat", type=int, default=1, help="Runs per level of each language on its own.")
     parser.add_argument("--fast-tower", help="POLYGLOT_FAST_TOWER for the started server (auto, off or a folder).")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "load_search.json")
     parser.add_argument("--md", type=Path, default=ROOT / "benchmarks" / "load_search.md")
@@ -232,6 +264,10 @@ def main() -> None:
         langs = tuple(args.langs.split(","))
         pool = queries(args.warmup + args.max_requests * len(levels) * args.repeat, langs=langs)
         asyncio.run(run_level(url, 1, pool[-args.warmup :], 60, args.warmup, args.k))
+        routes = {}  # which encoder(s) answered each language, as the service reports it
+        for text, lang in {lang: (text, lang) for text, lang in pool}.values():
+            answer = httpx.get(url + "/search", params={"q": text, "lang": lang, "k": 1}, timeout=30).json()
+            routes[lang] = answer.get("text_encoder", "?")
 
         def level(clients: int, part: list[tuple[str, str]], seconds: float, limit: int, path: str) -> dict[str, Any]:
             if args.client == "wrk":  # bounded by time; the pool is replayed if it runs out
@@ -248,6 +284,14 @@ def main() -> None:
                 runs.append(level(clients, part, args.seconds, args.max_requests, "/search"))
                 print(json.dumps(runs[-1]), flush=True)
             results.append(median_run(runs))
+        per_lang: dict[str, list[dict[str, Any]]] = {}
+        for lang in langs if args.per_lang else ():
+            own = queries(args.max_requests, langs=(lang,))
+            per_lang[lang] = []
+            for clients in levels:
+                runs = [level(clients, own, args.seconds, args.max_requests, "/search") for _ in range(args.lang_repeat)]
+                print(lang, json.dumps(runs[-1]), flush=True)
+                per_lang[lang].append(median_run(runs))
         # Reference: the same HTTP stack and client with no work behind it (what the machine costs per request).
         baseline = []
         for clients in levels:
@@ -285,6 +329,8 @@ def main() -> None:
         "client": args.client,
         "tower": str(args.tower) if args.tower else env.get("POLYGLOT_TOWER_PATH", "shipped (indexer/assets/tower)"),
         "results": results,
+        "per_lang": per_lang,
+        "routes": routes,
         "baseline": baseline,
     }
     args.out.write_text(json.dumps(report, indent=2) + "\n")

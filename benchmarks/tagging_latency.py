@@ -1,4 +1,4 @@
-"""``POST /tag`` latency through the real service (shipped tower, EfficientNet-Lite2, mUSE) with TestClient.
+"""``POST /tag`` and ``POST /search/image`` latency through the real service (shipped tower, EfficientNet-Lite2, mUSE) with TestClient.
 
     .venv/bin/python benchmarks/tagging_latency.py --requests 40 --out docs/tagging/latency.json
 
@@ -11,6 +11,7 @@ Wall-clock per request, client included (in-process TestClient: no network, but 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import shlex
 import statistics
@@ -99,6 +100,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "p90_ms": round(timings[int(0.9 * (len(timings) - 1))], 1),
                     "example": response.json(),
                 }
+            # POST /search/image with new photos: decode + CNN + index search (the index holds the photos
+            # uploaded so far), the other request whose cost is image inference.
+            start_at = len(configs) * per_config
+            photos = [dev.image_path(i).read_bytes() for i in dev.images[start_at : start_at + per_config]]
+            timings = []
+            for number, data in enumerate(photos):
+                start = time.perf_counter()
+                response = client.post("/v1/search/image", files={"file": ("photo.jpg", data, "image/jpeg")})
+                elapsed = time.perf_counter() - start
+                response.raise_for_status()
+                if number >= args.warmup:
+                    timings.append(elapsed * 1000)
+            timings.sort()
+            results["search/image"] = {
+                "requests": len(timings),
+                "p50_ms": round(statistics.median(timings), 1),
+                "p90_ms": round(timings[int(0.9 * (len(timings) - 1))], 1),
+            }
     return results
 
 
@@ -120,8 +139,10 @@ def main(argv: list[str] | None = None) -> None:
     report: dict[str, Any] = {
         "command": shlex.join(["python", "benchmarks/tagging_latency.py", *(argv or sys.argv[1:])]),
         "machine": platform.platform(),
+        "load_average_start": os.getloadavg()[0],
         "results": run(args),
     }
+    report["load_average_end"] = os.getloadavg()[0]
     for name, row in report["results"].items():
         print(f"{name}: p50 {row['p50_ms']} ms, p90 {row['p90_ms']} ms over {row['requests']} requests")
     if args.out:

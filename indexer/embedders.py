@@ -93,10 +93,14 @@ class TextEmbedder:
         *,
         bridge: bool = True,
         sentence_cache: Path | None = None,
+        backend: str = "auto",
+        e5_precision: str = "int8",
     ) -> TextEmbedder:
         folder = tower_path or shipped_tower_path()
         tower = TextTower.from_pretrained(folder)
-        encoder = create_text_encoder(tower.text_encoder, models_dir, device=device)
+        encoder = create_text_encoder(
+            tower.text_encoder, models_dir, device=device, backend=backend, e5_precision=e5_precision
+        )
         return cls(tower, encoder, LanguageBridge.from_pretrained(folder) if bridge else None, sentence_cache)
 
     @property

@@ -46,8 +46,19 @@ class IndexerSettings(BaseSettings):
     )
     torch_threads: int | None = Field(default=None, ge=1, le=256, description="torch intra-op threads.")
     device: str = Field(default="cpu", description="torch device for the encoders: cpu or cuda.")
+    encoder_backend: Literal["auto", "onnx", "torch"] = Field(
+        default="auto",
+        description="How the bundled encoders run: 'auto' through ONNX Runtime when `polyglot models build` "
+        "exported them (CUDA provider on a GPU when onnxruntime has it, else eager PyTorch there), 'onnx' always "
+        "(an error names the build command when the export is missing), 'torch' the eager PyTorch/C reference.",
+    )
     # Its own env prefix (POLYGLOT_INDEX_KIND, ...), read here with the rest of the settings: the library is
     # handed the values and never reads the environment itself.
+    e5_precision: Literal["int8", "fp32"] = Field(
+        default="int8",
+        description="The ONNX e5-small graph: 'int8' (dynamic quantisation, ~2.5x faster) or 'fp32' (the 4-bit "
+        "weights' float model); see docs/results.md for the dev recall of both.",
+    )
     vector_index: VectorIndexSettings = Field(
         default_factory=VectorIndexSettings, description="FAISS index kind rule and tuning (POLYGLOT_INDEX_*)."
     )

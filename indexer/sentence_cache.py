@@ -33,7 +33,7 @@ def cached_sentences(
                 for i, part in enumerate(encoder.parts)
             ]
         )
-    cache = FeatureCache(cache_dir, encoder.name, encoder.dim)
+    cache = FeatureCache(cache_dir, encoder.cache_name, encoder.dim)
 
     def encode(positions: list[int]) -> np.ndarray:
         if not encoder.loaded:

@@ -23,7 +23,9 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("POLYGLOT_TOWER_PATH", str(tmp_path / "no-tower"))  # plain l2 space
     monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", "efficientnet-lite0")
     # The CLI builds its encoder from settings; swap in the fast fake one, keeping the name check honest.
-    monkeypatch.setattr("indexer.image_index.create_image_encoder", lambda spec, device="cpu": _named_fake(spec))
+    monkeypatch.setattr(
+        "indexer.image_index.image_encoder_from_settings", lambda settings: _named_fake(settings.image_encoder)
+    )
     return tmp_path
 
 

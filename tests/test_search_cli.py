@@ -29,7 +29,7 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "var"))
     monkeypatch.setenv("POLYGLOT_TOWER_PATH", str(tmp_path / "no-tower"))  # plain l2 space, as the fake tower's
     monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", FakeImageEncoder.name)
-    monkeypatch.setattr("indexer.image_index.create_image_encoder", lambda spec, device="cpu": FakeImageEncoder(0))
+    monkeypatch.setattr("indexer.image_index.image_encoder_from_settings", lambda settings: FakeImageEncoder(0))
     monkeypatch.setattr(query, "load_models", fake_load_models)
     return tmp_path
 

@@ -28,6 +28,7 @@ def toy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     # command, and the query pipeline's model loading).
     for module in (train_module, encoders_module, embedders_module, query_models_module):
         monkeypatch.setattr(module, "create_image_encoder", lambda spec, **_: ToyImageEncoder(), raising=False)
+        monkeypatch.setattr(module, "image_encoder_from_settings", lambda settings: ToyImageEncoder(), raising=False)
         monkeypatch.setattr(
             module, "create_text_encoder", lambda spec, models_dir, **_: ToyTextEncoder(), raising=False
         )

@@ -17,7 +17,7 @@ from indexer.sentence_cache import cached_sentences
 def image_features(
     encoder: ImageEncoder, paths: Sequence[Path], cache_dir: Path, batch_size: int = 32, desc: str = "images"
 ) -> np.ndarray:
-    cache = FeatureCache(cache_dir, encoder.name, encoder.dim)
+    cache = FeatureCache(cache_dir, encoder.cache_name, encoder.dim)
     keys = [file_hash(path) for path in tqdm(paths, desc=f"hash {desc}", unit="img", leave=False)]
     with tqdm(total=len(paths), desc=f"{encoder.name} {desc}", unit="img") as bar:
         return cache.compute(

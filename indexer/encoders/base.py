@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -29,6 +30,12 @@ class Encoder(ABC):
     @property
     def loaded(self) -> bool:
         return self._loaded
+
+    @property
+    def cache_name(self) -> str:
+        """The features cache's key for this encoder's vectors: the name, unless a backend gives vectors that
+        differ beyond the tolerance that lets backends share a cache (then ``name@backend``)."""
+        return self.name
 
     def load(self) -> None:
         """Read weights from disk (idempotent). Never downloads unless the encoder is a hub encoder."""
@@ -65,6 +72,22 @@ class ImageEncoder(Encoder):
         if not images:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.ascontiguousarray(self._predict(images), dtype=np.float32)
+
+    def prepare(self, image: Image.Image) -> Any:
+        """The per-image CPU work before the network (resize, crop, normalise), thread-safe and usable before
+        ``load()``: the indexer runs it in a worker thread, overlapped with inference on the previous batch.
+        Encoders without such a step return the image."""
+        return image
+
+    def predict_prepared(self, prepared: Sequence[Any]) -> np.ndarray:
+        """``predict`` on the outputs of :meth:`prepare`."""
+        self._require_loaded()
+        if not prepared:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.ascontiguousarray(self._predict_prepared(prepared), dtype=np.float32)
+
+    def _predict_prepared(self, prepared: Sequence[Any]) -> np.ndarray:
+        return self._predict(prepared)
 
     def classify(self, features: np.ndarray) -> np.ndarray:
         """Class probabilities (n, num_classes) from pooled features, via the CNN's own linear head."""

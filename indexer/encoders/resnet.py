@@ -70,13 +70,22 @@ class ResNetEncoder(ImageEncoder):
         crops = [big.crop((x, y, x + size, y + size)) for x, y in boxes]
         return crops + [ImageOps.mirror(crop) for crop in crops]
 
+    def prepare(self, image: Image.Image) -> Any:
+        # The model-size views (1 or 10 crops): the indexer then holds these, never the decoded photo, while
+        # a batch waits for the network.
+        return self._views(image)
+
     @torch.inference_mode()
     def _predict(self, images: Sequence[Image.Image]) -> np.ndarray:
-        views = [self._views(image) for image in images]
+        return self._predict_prepared([self._views(image) for image in images])
+
+    @torch.inference_mode()
+    def _predict_prepared(self, prepared: Sequence[Any]) -> np.ndarray:
+        views: Sequence[list[Image.Image]] = prepared
         per_image = len(views[0])
         batch = torch.stack([self._tensor(view) for group in views for view in group]).to(self.device)
         pooled = self._model.resnet(batch).pooler_output.flatten(1)
-        return pooled.view(len(images), per_image, -1).mean(dim=1).float().cpu().numpy()
+        return pooled.view(len(views), per_image, -1).mean(dim=1).float().cpu().numpy()
 
     @torch.inference_mode()
     def _classify(self, features: np.ndarray) -> np.ndarray:

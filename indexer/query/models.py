@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from indexer.embedders import TextEmbedder, shipped_tower_path
 from indexer.encoders.base import ImageEncoder
-from indexer.encoders.factory import create_image_encoder
+from indexer.encoders.factory import image_encoder_from_settings
 from indexer.glosses import LexiconTranslator
 from indexer.image_space import ImageSpace
 from indexer.indexer_settings import IndexerSettings
@@ -91,7 +91,7 @@ def load_models(
     if glosses and settings.lexicons_dir is not None:
         folder, langs = settings.lexicons_dir, text.languages
         translator = timed(seconds, "lexicons", lambda: LexiconTranslator.from_folder(folder, langs))
-    image_encoder = image_encoder or create_image_encoder(settings.image_encoder, device=settings.device)
+    image_encoder = image_encoder or image_encoder_from_settings(settings)
     if load_image and not image_encoder.loaded:
         timed(seconds, "image_encoder", image_encoder.load)
     return Models(text, image_encoder, fast_text, translator, names, seconds)
@@ -101,7 +101,13 @@ def _load_text(
     folder: Path, settings: IndexerSettings, bridge: bool, sentence_cache: Path | None, threads: int | None
 ) -> TextEmbedder:
     embedder = TextEmbedder.from_tower(
-        folder, settings.resolved_models_dir, device=settings.device, bridge=bridge, sentence_cache=sentence_cache
+        folder,
+        settings.resolved_models_dir,
+        device=settings.device,
+        bridge=bridge,
+        sentence_cache=sentence_cache,
+        backend=settings.encoder_backend,
+        e5_precision=settings.e5_precision,
     )
     if threads is not None and hasattr(embedder.encoder, "threads"):  # ONNX/numpy encoders read it at load
         embedder.encoder.threads = threads

