@@ -3,7 +3,8 @@
 On disk (one folder, ``settings.resolved_index_dir``)::
 
     index.json        sidecar: format version, encoder, dim, index type, image space, count, times, versions
-    vectors.faiss     FAISS index of unit vectors, id = SQL primary key
+    vectors.faiss     FAISS index of unit vectors, id = SQL primary key (all kinds but ivf-pq-mmap)
+    ivf-pq-mmap/g*/   ivf-pq-mmap: codes + memory-mapped vectors (indexer/store/vector_files.py)
     metadata.sqlite   image metadata (unless POLYGLOT_DATABASE_URL points elsewhere, e.g. PostgreSQL)
     uploads/          images uploaded through the service, named <sha256><ext>
 
@@ -38,8 +39,8 @@ from indexer.encoders.factory import create_image_encoder
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.indexer_settings import IndexerSettings
-from indexer.store.core import DB_NAME, FAISS_NAME, AddReport, IndexCore
-from indexer.store.index_kinds import bytes_per_vector, choose_kind
+from indexer.store.core import DB_NAME, AddReport, IndexCore
+from indexer.store.index_kinds import MMAP_KIND, bytes_per_vector, choose_kind
 from indexer.store.ingest import Item, read_files, upload_suffix
 from indexer.store.locks import IndexBusyError
 from indexer.store.metadata import ImageRecord, MetadataStore, redact_url, sqlite_url
@@ -53,7 +54,8 @@ from indexer.store.opening import (
     read_sidecar,
     space_config,
 )
-from indexer.store.vectors import VectorIndex
+from indexer.store.rebuilding import rebuild_vectors
+from indexer.store.vector_files import load_vectors, vector_bytes
 
 __all__ = [
     "AddReport", "Hit", "ImageIndex", "ImageRecord", "IndexBusyError", "IndexMismatchError", "IndexNotFoundError"
@@ -97,9 +99,7 @@ class ImageIndex(IndexCore):
         if sidecar is None:
             sidecar = create_sidecar(folder, encoder, space)
         store = MetadataStore(settings.database_url or sqlite_url(folder / DB_NAME))
-        vectors = None
-        if (folder / FAISS_NAME).exists():
-            vectors = VectorIndex.load(folder / FAISS_NAME, sidecar.index_type, settings.vector_index)
+        vectors = load_vectors(folder, sidecar, settings.vector_index)
         index = cls(folder, settings, encoder, space, sidecar, store, vectors, settings.vector_index)
         try:
             if stale:
@@ -119,6 +119,12 @@ class ImageIndex(IndexCore):
     @property
     def image_space(self) -> ImageSpace:
         return self._space
+
+    @property
+    def index_kind(self) -> str:
+        """The FAISS index kind in use (the size rule's pick when the index was last grown or rebuilt)."""
+        with self._rw.read():
+            return self._vectors.kind if self._vectors is not None else self.sidecar.index_type
 
     @property
     def dim(self) -> int | None:
@@ -165,11 +171,11 @@ class ImageIndex(IndexCore):
 
     def stats(self) -> dict[str, Any]:
         count = len(self)
-        faiss_path = self.folder / FAISS_NAME
-        faiss_bytes = faiss_path.stat().st_size if faiss_path.exists() else 0
+        with self._rw.read():
+            faiss_bytes = vector_bytes(self.folder, self._vectors)
         db_path = self.folder / DB_NAME
         db_bytes = db_path.stat().st_size if self.settings.database_url is None and db_path.exists() else None
-        kind = self._vectors.kind if self._vectors is not None else self.sidecar.index_type
+        kind = self.index_kind
         return {
             "count": count,
             "rows": self.store.count(),
@@ -180,6 +186,7 @@ class ImageIndex(IndexCore):
             "image_space": self._space.fingerprint,
             "index_dir": str(self.folder),
             "database": redact_url(self.store.url),
+            "vectors_on_disk_only": kind == MMAP_KIND,  # full vectors memory-mapped, compressed codes in RAM
             "faiss_file_bytes": faiss_bytes,
             "metadata_file_bytes": db_bytes,
             "disk_bytes_per_image": round(faiss_bytes / count, 1) if count else None,
@@ -267,22 +274,16 @@ class ImageIndex(IndexCore):
         report = AddReport()
         with self._writer():
             keys = self.store.id_keys()
-            features, failed = self._features_for(keys, progress=progress)
+            fresh, failed = rebuild_vectors(self, keys, choose_kind(len(keys), self.index_settings), progress)
             report.failed += failed
             if failed:
                 lost = {path for path, _ in failed}
                 self.store.delete([i for i, _, path in keys if path in lost])
-            ids = np.array(sorted(features), dtype=np.int64)
-            kind = choose_kind(len(ids), self.index_settings)
-            fresh: VectorIndex | None = None
-            if len(ids):
-                matrix = self._space.apply(np.stack([features[int(i)] for i in ids]))
-                fresh = VectorIndex.build(ids, matrix, kind, self.index_settings)
             with self._rw.write():
                 self._vectors = fresh
             self.sidecar.image_space = space_config(self._space)
-            self._persist()
-            report.added = len(ids)
+            self._persist()  # names the new vector files in the sidecar, then deletes the old ones
+            report.added = len(fresh) if fresh is not None else 0
         return report
 
     def close(self) -> None:
