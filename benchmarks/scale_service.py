@@ -86,13 +86,16 @@ def check_writes(folder: Path, image: Path, database_url: str | None) -> dict[st
     settings = IndexerSettings(index_dir=folder, database_url=database_url)
     began = time.perf_counter()
     with ImageIndex.open(settings, create=False) as index:
-        times = {"open_s": time.perf_counter() - began, "images": float(len(index))}
+        times = {"open_s": time.perf_counter() - began}
         index._loaded_encoder()  # model loading is start-up work, not the cost of one photo
+        index.remove([i for i, _ in index.store.by_paths([str(image.resolve())]).values()])  # from an earlier run
+        times["images"] = len(index)
         began = time.perf_counter()
         report = index.add_paths([image], progress=False)
         times["add_one_s"] = time.perf_counter() - began
         (added,) = index.store.by_paths([str(image.resolve())]).values()
-        assert report.added == 1 and index.search(index.vector(added[0]), 1)[0][0].id == added[0]  # type: ignore[arg-type]
+        # The real dev photos are in the collection: the same photo may tie with its twin at score 1.
+        assert report.added == 1 and added[0] in [hit.id for hit in index.search(index.vector(added[0]), 5)[0]]  # type: ignore[arg-type]
         began = time.perf_counter()
         index.remove([added[0]])
         times["delete_one_s"] = time.perf_counter() - began

@@ -270,8 +270,11 @@ class IndexCore(ABC):
         # numpy set operations: at a million images Python sets cost seconds of start-up
         sql_ids = np.asarray(self.store.ids(), dtype=np.int64)
         faiss_ids = self._vectors.ids() if self._vectors is not None else np.zeros(0, dtype=np.int64)
-        extra = np.setdiff1d(faiss_ids, sql_ids)
-        missing = np.setdiff1d(sql_ids, faiss_ids).tolist()
+        if np.array_equal(sql_ids, faiss_ids):  # the usual case: both sorted, one O(n) pass
+            extra, missing = np.zeros(0, dtype=np.int64), []
+        else:  # ids are unique on both sides (primary keys; FAISS stores each once)
+            extra = np.setdiff1d(faiss_ids, sql_ids, assume_unique=True)
+            missing = np.setdiff1d(sql_ids, faiss_ids, assume_unique=True).tolist()
         if not len(extra) and not missing and self.sidecar.count == len(faiss_ids):
             return
         if len(extra) and self._vectors is not None:
