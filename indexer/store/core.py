@@ -103,10 +103,7 @@ class IndexCore(ABC):
         """ivf-pq-mmap files change in place: take in what another writing process appended (its rows and
         deletes), or the new generation its rebuild switched to, before writing after it."""
         on_disk = Sidecar.load(self.folder)
-        if on_disk is None:
-            return
-        mmap_here = isinstance(self._vectors, MmapIvfIndex) or on_disk.index_type == MMAP_KIND
-        if not mmap_here:
+        if on_disk is None or not (isinstance(self._vectors, MmapIvfIndex) or on_disk.index_type == MMAP_KIND):
             return  # the other kinds are rewritten whole; reconciling on open covers another process's writes
         if on_disk.files.get("vectors") != vector_files(self._vectors):
             fresh = load_vectors(self.folder, on_disk, self.index_settings)
