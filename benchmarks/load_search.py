@@ -125,8 +125,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str, float]:
+    """Start the service; returns it, its URL and its start-up time (process start to ``/ready`` answering 200)."""
     port = free_port()
+    began = time.monotonic()
     command = [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app", "--host", "127.0.0.1"]
     command += ["--port", str(port), "--log-level", "warning", "--no-access-log"]
     server = subprocess.Popen(command, cwd=ROOT, env=env)
@@ -137,10 +139,10 @@ def start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
             raise SystemExit(f"the server exited with code {server.returncode}")
         try:
             if httpx.get(url + "/ready", timeout=2).status_code == 200:
-                return server, url
+                return server, url, round(time.monotonic() - began, 2)
         except httpx.HTTPError:
             pass
-        time.sleep(0.5)
+        time.sleep(0.2)
     server.terminate()
     raise SystemExit("the server did not become ready in 300 s")
 
@@ -173,7 +175,10 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"Command: `{report['command']}`",
         "",
-        f"Server: one uvicorn process on 127.0.0.1, {server['images']:,} images, text encoder `{server['text_encoder']}`"
+        f"Server: one uvicorn process on 127.0.0.1, {server['images']:,} images"
+        + (f" (index kind `{server['index_kind']}`)" if server.get("index_kind") else "")
+        + (f", ready {report['startup_s']} s after it started" if report.get("startup_s") else "")
+        + f", text encoder `{server['text_encoder']}`"
         f" + text tower `{report['tower']}`{fast}, image encoder `{server['image_encoder']}`, k = {report['k']}, query cache off"
         f" (every query is a distinct caption in {'/'.join(report.get('langs', ['en', 'de', 'fr', 'pt']))} with its `lang`, "
         f"languages in turn; encoders by language: {', '.join(f'{k} `{v}`' for k, v in report.get('routes', {}).items())}). "
@@ -246,7 +251,7 @@ def main() -> None:
         raise SystemExit("--client wrk needs wrk on PATH (Debian: apt-get install wrk)")
 
     load_start = os.getloadavg()[0]
-    server = None
+    server, startup_s = None, None
     env = {**os.environ, "POLYGLOT_QUERY_CACHE_SIZE": "0"}
     if args.tower:
         env["POLYGLOT_TOWER_PATH"] = str(args.tower)
@@ -257,7 +262,7 @@ def main() -> None:
             raise SystemExit("--url must be a loopback address (this is a load test)")
         url = args.url
     else:
-        server, url = start_server(env)
+        server, url, startup_s = start_server(env)
     try:
         ready = httpx.get(url + "/ready", timeout=10).json()
         levels = [int(c) for c in args.clients.split(",")]
@@ -312,8 +317,10 @@ def main() -> None:
         ),
         "server": {
             key: ready.get(key)
-            for key in ("images", "text_encoder", "fast_text_encoder", "image_encoder", "gloss_languages")
+            for key in ("images", "text_encoder", "fast_text_encoder", "image_encoder", "gloss_languages", "index_kind")
         },
+        "startup_s": startup_s,
+        "load_seconds": ready.get("load_seconds"),
         "langs": list(langs),
         "fast_tower": env.get("POLYGLOT_FAST_TOWER", "auto"),
         "fast_tower_use": env.get("POLYGLOT_FAST_TOWER_USE", "route"),

@@ -3,7 +3,8 @@
 On disk (one folder, ``settings.resolved_index_dir``)::
 
     index.json        sidecar: format version, encoder, dim, index type, image space, count, times, versions
-    vectors.faiss     FAISS index of unit vectors, id = SQL primary key
+    vectors.faiss     FAISS index of unit vectors, id = SQL primary key (all kinds but ivf-pq-mmap)
+    ivf-pq-mmap/g*/   ivf-pq-mmap: codes + memory-mapped vectors (indexer/store/vector_files.py)
     metadata.sqlite   image metadata (unless POLYGLOT_DATABASE_URL points elsewhere, e.g. PostgreSQL)
     uploads/          images uploaded through the service, named <sha256><ext>
 
@@ -14,10 +15,8 @@ transaction (commit), vectors → in-memory FAISS. The FAISS file is rewritten a
 rows, then rewrites the file. So after a crash the FAISS file can only hold ids SQL no longer has, or miss
 ids SQL has; :meth:`ImageIndex.open` reconciles both (drop / re-add from the features cache). Paths are unique
 in SQL, so a re-run after a crash skips what was committed and never duplicates.
-
-Threads: searches take a shared lock, the short FAISS mutations/swaps an exclusive one, so a reader never sees
-a half-changed index. Writes are serialised in-process and across processes (``flock`` on ``.write.lock``).
-"""
+Threads: searches take a shared lock, FAISS mutations/swaps an exclusive one (no reader sees a half-changed
+index); writes are serialised in-process and across processes (``flock`` on ``.write.lock``)."""
 
 from __future__ import annotations
 
@@ -39,11 +38,12 @@ from indexer.encoders.factory import image_encoder_from_settings
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.indexer_settings import IndexerSettings
-from indexer.store.core import DB_NAME, FAISS_NAME, AddReport, IndexCore, Prepared
-from indexer.store.index_kinds import bytes_per_vector, choose_kind
+from indexer.store.core import DB_NAME, AddReport, IndexCore, Prepared
+from indexer.store.index_kinds import choose_kind
+from indexer.store.index_stats import index_stats
 from indexer.store.ingest import FileBatch, Item, read_files, upload_suffix
 from indexer.store.locks import IndexBusyError
-from indexer.store.metadata import ImageRecord, MetadataStore, redact_url, sqlite_url
+from indexer.store.metadata import ImageRecord, MetadataStore, sqlite_url
 from indexer.store.opening import (
     IndexMismatchError,
     IndexNotFoundError,
@@ -54,11 +54,18 @@ from indexer.store.opening import (
     read_sidecar,
     space_config,
 )
+from indexer.store.rebuilding import rebuild_vectors
 from indexer.store.uploads import UPLOADS_DIR
-from indexer.store.vectors import VectorIndex
+from indexer.store.vector_files import load_vectors, vector_bytes
 
 __all__ = [
-    "AddReport", "Hit", "ImageIndex", "ImageRecord", "IndexBusyError", "IndexMismatchError", "IndexNotFoundError"
+    "AddReport",
+    "Hit",
+    "ImageIndex",
+    "ImageRecord",
+    "IndexBusyError",
+    "IndexMismatchError",
+    "IndexNotFoundError",
 ]
 
 CHECKPOINT_SECONDS = 30.0
@@ -99,9 +106,7 @@ class ImageIndex(IndexCore):
         if sidecar is None:
             sidecar = create_sidecar(folder, encoder, space)
         store = MetadataStore(settings.database_url or sqlite_url(folder / DB_NAME))
-        vectors = None
-        if (folder / FAISS_NAME).exists():
-            vectors = VectorIndex.load(folder / FAISS_NAME, sidecar.index_type, settings.vector_index)
+        vectors = load_vectors(folder, sidecar, settings.vector_index)
         index = cls(folder, settings, encoder, space, sidecar, store, vectors, settings.vector_index)
         try:
             if stale:
@@ -121,6 +126,12 @@ class ImageIndex(IndexCore):
     @property
     def image_space(self) -> ImageSpace:
         return self._space
+
+    @property
+    def index_kind(self) -> str:
+        """The FAISS index kind in use (the size rule's pick when the index was last grown or rebuilt)."""
+        with self._rw.read():
+            return self._vectors.kind if self._vectors is not None else self.sidecar.index_type
 
     @property
     def dim(self) -> int | None:
@@ -166,30 +177,10 @@ class ImageIndex(IndexCore):
         return self.store.page(offset, limit)
 
     def stats(self) -> dict[str, Any]:
-        count = len(self)
-        faiss_path = self.folder / FAISS_NAME
-        faiss_bytes = faiss_path.stat().st_size if faiss_path.exists() else 0
-        db_path = self.folder / DB_NAME
-        db_bytes = db_path.stat().st_size if self.settings.database_url is None and db_path.exists() else None
-        kind = self._vectors.kind if self._vectors is not None else self.sidecar.index_type
-        return {
-            "count": count,
-            "rows": self.store.count(),
-            "image_encoder": self.encoder.name,
-            "dim": self.dim,
-            "index_type": kind,
-            "index_type_rule": choose_kind(count, self.index_settings),
-            "image_space": self._space.fingerprint,
-            "index_dir": str(self.folder),
-            "database": redact_url(self.store.url),
-            "faiss_file_bytes": faiss_bytes,
-            "metadata_file_bytes": db_bytes,
-            "disk_bytes_per_image": round(faiss_bytes / count, 1) if count else None,
-            "memory_bytes_per_image": bytes_per_vector(kind, self.dim, self.index_settings) if self.dim else None,
-            "images_total_bytes": self.store.total_bytes(),
-            "created_at": self.sidecar.created_at,
-            "updated_at": self.sidecar.updated_at,
-        }
+        """Counts, kind, sizes and dates (`polyglot index stats`)."""
+        with self._rw.read():
+            vector_file_bytes = vector_bytes(self.folder, self._vectors)
+        return index_stats(self, len(self), vector_file_bytes)
 
     # ------------------------------------------------------------------ writing
     def add_paths(
@@ -284,22 +275,16 @@ class ImageIndex(IndexCore):
         report = AddReport()
         with self._writer():
             keys = self.store.id_keys()
-            features, failed = self._features_for(keys, progress=progress)
+            fresh, failed = rebuild_vectors(self, keys, choose_kind(len(keys), self.index_settings), progress)
             report.failed += failed
             if failed:
                 lost = {path for path, _ in failed}
                 self.store.delete([i for i, _, path in keys if path in lost])
-            ids = np.array(sorted(features), dtype=np.int64)
-            kind = choose_kind(len(ids), self.index_settings)
-            fresh: VectorIndex | None = None
-            if len(ids):
-                matrix = self._space.apply(np.stack([features[int(i)] for i in ids]))
-                fresh = VectorIndex.build(ids, matrix, kind, self.index_settings)
             with self._rw.write():
                 self._vectors = fresh
             self.sidecar.image_space = space_config(self._space)
-            self._persist()
-            report.added = len(ids)
+            self._persist()  # names the new vector files in the sidecar, then deletes the old ones
+            report.added = len(fresh) if fresh is not None else 0
         return report
 
     def close(self) -> None:

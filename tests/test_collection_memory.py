@@ -15,6 +15,7 @@ from conftest import FakeImageEncoder, write_random_images
 from PIL import Image
 
 import indexer.store.core as core
+import indexer.store.reencode as reencode
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
 from indexer.indexer_settings import IndexerSettings
@@ -63,7 +64,8 @@ def pending(monkeypatch: pytest.MonkeyPatch) -> Pending:
         counter.change(+1)
         return image
 
-    monkeypatch.setattr(core, "decode_image", counted)
+    monkeypatch.setattr(core, "decode_image", counted)  # indexing
+    monkeypatch.setattr(reencode, "decode_image", counted)  # re-encoding (rebuilds, reconciliation)
     return counter
 
 

@@ -129,8 +129,10 @@ def test_duplicate_ids_and_wrong_dimension_are_refused() -> None:
 def test_kind_rule_and_memory_estimates() -> None:
     settings = VectorIndexSettings(flat_max=5, exact_max=10, hnsw_max=100)
     kinds = [choose_kind(n, settings) for n in (0, 5, 6, 10, 11, 100, 101)]
-    assert kinds == ["flat", "flat", "pq-refine", "pq-refine", "hnsw", "hnsw", "ivf-sq8"]
+    assert kinds == ["flat", "flat", "pq-refine", "pq-refine", "hnsw", "hnsw", "ivf-pq-mmap"]
     assert choose_kind(5, VectorIndexSettings(kind="hnsw")) == "hnsw"
+    assert choose_kind(10**6, VectorIndexSettings(kind="ivf-sq8")) == "ivf-sq8"  # forced kinds still apply
+    assert choose_kind(PQ_MIN_VECTORS - 1, VectorIndexSettings(kind="ivf-pq-mmap")) == "flat"
     # Forced pq-refine waits for enough vectors to train its codebooks.
     assert choose_kind(PQ_MIN_VECTORS - 1, VectorIndexSettings(kind="pq-refine")) == "flat"
     assert choose_kind(PQ_MIN_VECTORS, VectorIndexSettings(kind="pq-refine")) == "pq-refine"
@@ -139,6 +141,7 @@ def test_kind_rule_and_memory_estimates() -> None:
     assert bytes_per_vector("pq-refine", 1280, settings) == 4 * 1280 + 160 + 16
     assert bytes_per_vector("ivf-sq8", 1280, settings) < bytes_per_vector("flat", 1280, settings) / 3
     assert bytes_per_vector("hnsw", 1280, settings) > bytes_per_vector("flat", 1280, settings)
+    assert bytes_per_vector("ivf-pq-mmap", 1280, settings) < 300  # codes in RAM, vectors on disk
 
 
 def test_kind_settings_are_read_with_the_indexer_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -26,7 +26,9 @@ async def ready(request: Request) -> Response:
     engine = getattr(request.app.state, "engine", None)
     if engine is None:
         return JSONResponse({"status": "loading"}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
-    images, captions = await engine.run(lambda: (len(engine.images), len(engine.captions)))
+    images, captions, kind = await engine.run(
+        lambda: (len(engine.images), len(engine.captions), engine.images.index_kind)
+    )
     models = engine.models
     body = Ready(
         status="ready",
@@ -35,6 +37,7 @@ async def ready(request: Request) -> Response:
         text_encoder=models.text.encoder.name,
         fast_text_encoder=models.fast_text.encoder.name if models.fast_text is not None else None,
         image_encoder=engine.images.encoder.name,
+        index_kind=kind,
         gloss_languages=sorted(models.glosses.languages) if models.glosses is not None else [],
         load_seconds={k: round(v, 4) for k, v in engine.load_seconds.items()},
     )

@@ -16,6 +16,11 @@ class Ready(BaseModel):
     text_encoder: str = Field(max_length=100)
     fast_text_encoder: str | None = Field(default=None, max_length=100, description="The fast tower's encoder.")
     image_encoder: str = Field(max_length=100)
+    index_kind: str = Field(
+        max_length=40,
+        description="FAISS index kind of the image index (flat, pq-refine, hnsw, ivf-sq8, ivf-pq-mmap): chosen from the "
+        "collection size unless POLYGLOT_INDEX_KIND forces one.",
+    )
     gloss_languages: list[str] = Field(
         default_factory=list, max_length=500, description="Languages whose queries are also scored by an English gloss."
     )

@@ -17,25 +17,27 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
-from tqdm.auto import tqdm
 
 from indexer.atomic import atomic_write_bytes
 from indexer.encoders.base import ImageEncoder
 from indexer.feature_cache import FeatureCache
 from indexer.image_space import ImageSpace
-from indexer.images import ImageDecodeError, content_hash, decode_image
+from indexer.images import ImageDecodeError, decode_image
 from indexer.indexer_settings import IndexerSettings
-from indexer.store.index_kinds import KINDS, VectorIndexSettings, choose_kind
+from indexer.store.index_kinds import KINDS, MMAP_KIND, VectorIndexSettings, choose_kind
 from indexer.store.ingest import Item, header_size
 from indexer.store.locks import IndexBusyError, ReadWriteLock, process_lock
 from indexer.store.metadata import ImageRecord, MetadataStore
+from indexer.store.mmap_index import MmapIvfIndex
+from indexer.store.reencode import reencode
 from indexer.store.sidecar import Sidecar
 from indexer.store.uploads import UPLOADS_DIR, remove_orphan_uploads
+from indexer.store.vector_files import FAISS_NAME, AnyVectors, load_vectors, remove_unnamed, vector_files
 from indexer.store.vectors import VectorIndex
 
 log = logging.getLogger("indexer.image_index")  # logged under the public class's module
 
-FAISS_NAME = "vectors.faiss"
+__all__ = ["DB_NAME", "FAISS_NAME", "LOCK_NAME", "AddReport", "IndexCore"]
 DB_NAME = "metadata.sqlite"
 LOCK_NAME = ".write.lock"
 
@@ -67,7 +69,7 @@ class IndexCore(ABC):
         space: ImageSpace,
         sidecar: Sidecar,
         store: MetadataStore,
-        vectors: VectorIndex | None,
+        vectors: AnyVectors | None,
         index_settings: VectorIndexSettings,
     ) -> None:
         self.folder = folder
@@ -103,9 +105,26 @@ class IndexCore(ABC):
             with process_lock(self.folder / LOCK_NAME):
                 self._writer_depth = 1
                 try:
+                    self._catch_up()
                     yield
                 finally:
                     self._writer_depth = 0
+
+    def _catch_up(self) -> None:
+        """ivf-pq-mmap files change in place: take in what another writing process appended (its rows and
+        deletes), or the new generation its rebuild switched to, before writing after it."""
+        on_disk = Sidecar.load(self.folder)
+        if on_disk is None or not (isinstance(self._vectors, MmapIvfIndex) or on_disk.index_type == MMAP_KIND):
+            return  # the other kinds are rewritten whole; reconciling on open covers another process's writes
+        if on_disk.files.get("vectors") != vector_files(self._vectors):
+            fresh = load_vectors(self.folder, on_disk, self.index_settings)
+            with self._rw.write():
+                self._vectors = fresh
+            self.sidecar.index_type, self.sidecar.files = on_disk.index_type, on_disk.files
+            return
+        if isinstance(self._vectors, MmapIvfIndex):
+            with self._rw.write():
+                self._vectors.catch_up()
 
     def _loaded_encoder(self) -> ImageEncoder:
         with self._encoder_lock:
@@ -192,45 +211,32 @@ class IndexCore(ABC):
         self, keys: Sequence[tuple[int, str, str]], progress: bool
     ) -> tuple[dict[int, np.ndarray], builtins.list[tuple[str, str]]]:
         """Raw features by id for ``(id, sha256, path)`` rows: cached, else re-encoded from the file."""
-        cache = self._feature_cache()
-        cached = cache.get_many([sha for _, sha, _ in keys])
-        out = {i: cached[sha] for i, sha, _ in keys if sha in cached}
-        missing = [(i, sha, path) for i, sha, path in keys if sha not in cached]
-        failed: builtins.list[tuple[str, str]] = []
-        bar = tqdm(total=len(missing), unit="img", desc="re-encoding", disable=not progress or not missing)
-        for start in range(0, len(missing), self.settings.batch_size):
-            batch, inputs = [], []
-            for i, sha, path in missing[start : start + self.settings.batch_size]:
-                try:
-                    data = Path(path).read_bytes()
-                    if content_hash(data) != sha:
-                        raise ImageDecodeError("the file changed since it was indexed; run `polyglot index add`")
-                    # Prepared at once: the batch holds model-size inputs, not decoded photos.
-                    inputs.append(self.encoder.prepare(decode_image(data, max_pixels=self.settings.max_image_pixels)))
-                    batch.append((i, sha))
-                except (OSError, ImageDecodeError) as exc:
-                    failed.append((path, str(exc)))
-            if inputs:
-                vectors = self._loaded_encoder().predict_prepared(inputs)
-                cache.put_many({sha: vectors[n] for n, (_, sha) in enumerate(batch)})
-                out.update({i: vectors[n] for n, (i, _) in enumerate(batch)})
-            bar.update(len(missing[start : start + self.settings.batch_size]))
-        bar.close()
-        return out, failed
+        return reencode(
+            keys, self._feature_cache(), self.encoder.prepare, self._loaded_encoder, self.settings, progress
+        )
 
     def _persist(self) -> None:
-        """Write the FAISS file, then the sidecar, both atomically (the sidecar describes the file)."""
+        """Write the vectors, then the sidecar, both atomically (the sidecar describes the files)."""
         with self._rw.read():
-            data = self._vectors.to_bytes() if self._vectors is not None else None
-            count = len(self._vectors) if self._vectors is not None else 0
-            kind = self._vectors.kind if self._vectors is not None else self.sidecar.index_type
+            vectors = self._vectors
+            if isinstance(vectors, MmapIvfIndex):
+                vectors.commit()  # rows are durable as they are added; this only refreshes the codes snapshot
+                data = None
+            else:
+                data = vectors.to_bytes() if vectors is not None else None
+            count = len(vectors) if vectors is not None else 0
+            kind = vectors.kind if vectors is not None else "flat"  # what the first added vectors create
         if data is not None:
             atomic_write_bytes(self.folder / FAISS_NAME, data)
-        else:
+        elif vectors is None:
             (self.folder / FAISS_NAME).unlink(missing_ok=True)
+        changed_files = self.sidecar.index_type != kind or self.sidecar.files.get("vectors") != vector_files(vectors)
         self.sidecar.count = count
         self.sidecar.index_type = kind
+        self.sidecar.files["vectors"] = vector_files(vectors)
         self.sidecar.save(self.folder)
+        if changed_files:  # a rebuild replaced the vector files: the old set is garbage now
+            remove_unnamed(self.folder, self.sidecar)
 
     def _maybe_change_kind(self, progress: bool) -> None:
         """Apply the size rule after growth (never shrink automatically: `rebuild` does that)."""
@@ -248,6 +254,7 @@ class IndexCore(ABC):
             with self._writer():
                 for stale in self.folder.glob(".*.tmp"):  # a writer killed inside an atomic write
                     stale.unlink(missing_ok=True)
+                remove_unnamed(self.folder, self.sidecar)  # a rebuild killed before it switched
                 self._reconcile()
                 remove_orphan_uploads(self.folder / UPLOADS_DIR, self.store)
         except IndexBusyError:
@@ -255,14 +262,19 @@ class IndexCore(ABC):
             log.info("index busy: skipping reconcile", extra={"index_dir": str(self.folder)})
 
     def _reconcile(self) -> None:
-        sql_ids = set(self.store.ids())
-        faiss_ids = set(self._vectors.ids().tolist()) if self._vectors is not None else set()
-        extra, missing = faiss_ids - sql_ids, sorted(sql_ids - faiss_ids)
-        if not extra and not missing and self.sidecar.count == len(faiss_ids):
+        # numpy set operations: at a million images Python sets cost seconds of start-up
+        sql_ids = np.asarray(self.store.ids(), dtype=np.int64)
+        faiss_ids = self._vectors.ids() if self._vectors is not None else np.zeros(0, dtype=np.int64)
+        if np.array_equal(sql_ids, faiss_ids):  # the usual case: both sorted, one O(n) pass
+            extra, missing = np.zeros(0, dtype=np.int64), []
+        else:  # ids are unique on both sides (primary keys; FAISS stores each once)
+            extra = np.setdiff1d(faiss_ids, sql_ids, assume_unique=True)
+            missing = np.setdiff1d(sql_ids, faiss_ids, assume_unique=True).tolist()
+        if not len(extra) and not missing and self.sidecar.count == len(faiss_ids):
             return
-        if extra and self._vectors is not None:
+        if len(extra) and self._vectors is not None:
             with self._rw.write():
-                self._vectors.remove(sorted(extra))
+                self._vectors.remove(extra)
         if missing:
             keys = self.store.id_keys(missing)
             features, failed = self._features_for(keys, progress=False)

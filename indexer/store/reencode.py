@@ -1,0 +1,52 @@
+"""Raw CNN features of indexed rows: from the features cache, else re-encoded from their files (rebuilds, and
+the reconciliation after a crash)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from indexer.encoders.base import ImageEncoder
+from indexer.feature_cache import FeatureCache
+from indexer.images import ImageDecodeError, content_hash, decode_image
+from indexer.indexer_settings import IndexerSettings
+
+
+def reencode(
+    keys: Sequence[tuple[int, str, str]],
+    cache: FeatureCache,
+    prepare: Callable[[Any], Any],
+    loaded_encoder: Callable[[], ImageEncoder],
+    settings: IndexerSettings,
+    progress: bool,
+) -> tuple[dict[int, np.ndarray], list[tuple[str, str]]]:
+    """Features by id for ``(id, sha256, path)`` rows, and the ``(path, reason)`` of rows whose file is gone or
+    changed. Each photo is turned into the model's input (``prepare``) as soon as it is decoded, so a batch holds
+    model-size inputs, never decoded photos."""
+    cached = cache.get_many([sha for _, sha, _ in keys])
+    out = {i: cached[sha] for i, sha, _ in keys if sha in cached}
+    missing = [(i, sha, path) for i, sha, path in keys if sha not in cached]
+    failed: list[tuple[str, str]] = []
+    bar = tqdm(total=len(missing), unit="img", desc="re-encoding", disable=not progress or not missing)
+    for start in range(0, len(missing), settings.batch_size):
+        batch, inputs = [], []
+        for i, sha, path in missing[start : start + settings.batch_size]:
+            try:
+                data = Path(path).read_bytes()
+                if content_hash(data) != sha:
+                    raise ImageDecodeError("the file changed since it was indexed; run `polyglot index add`")
+                inputs.append(prepare(decode_image(data, max_pixels=settings.max_image_pixels)))
+                batch.append((i, sha))
+            except (OSError, ImageDecodeError) as exc:
+                failed.append((path, str(exc)))
+        if inputs:
+            vectors = loaded_encoder().predict_prepared(inputs)
+            cache.put_many({sha: vectors[n] for n, (_, sha) in enumerate(batch)})
+            out.update({i: vectors[n] for n, (i, _) in enumerate(batch)})
+        bar.update(len(missing[start : start + settings.batch_size]))
+    bar.close()
+    return out, failed
