@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from app.cli.align_cmd import ALIGN_METHODS, AlignOptions, run_alignment
 from app.cli.evaluate_cmd import USER_ERRORS, check_data, fail, print_evaluation
 from indexer.indexer_settings import IndexerSettings
 from training.choices import LOSS_NAMES, SPACES
@@ -90,8 +91,22 @@ def register(cli: typer.Typer) -> None:
         threads: int | None = typer.Option(None, min=1, help="torch threads (default: settings torch_threads)."),
         json_out: Path | None = typer.Option(None, "--json", help="Also write the dev recalls here (as evaluate)."),
         c2c_json: Path | None = typer.Option(None, help="Also write the dev caption→caption R@1 table here."),
+        method: str = typer.Option(
+            "tower",
+            help=f"What to train: tower (the text tower), or a DPCCA-family alignment of two languages: "
+            f"{', '.join(ALIGN_METHODS)} (--langs x,y).",
+        ),
+        cca_dim: int = typer.Option(128, min=1, help="Alignment methods: dimension L of the shared space."),
+        cca_eps: float = typer.Option(1e-3, min=0.0, help="Alignment methods: ε added to covariance diagonals."),
+        holdout: float = typer.Option(
+            0.1, min=0.0, max=0.5, help="Alignment methods: share of the training images held out for selection."
+        ),
+        time_constant: float = typer.Option(0.9, min=0.0, max=0.999, help="Deep alignments: covariance ρ (Eq. 12)."),
+        activation: str = typer.Option("tanh", help="Deep alignments: tanh, sigmoid or relu."),
+        hidden_layers: int = typer.Option(2, min=0, max=8, help="Deep alignments: hidden layers (width = input)."),
     ) -> None:
-        """Train the text tower on frozen, cached features; save it with a model card."""
+        """Train the text tower on frozen, cached features; save it with a model card. With --method, train a
+        DPCCA-family alignment of two languages instead (training/align.py)."""
         import torch
 
         from indexer.atomic import atomic_write_json
@@ -99,6 +114,29 @@ def register(cli: typer.Typer) -> None:
 
         settings = IndexerSettings()
         check_data(data)
+        if method != "tower":
+            if threads or settings.torch_threads:
+                torch.set_num_threads(threads or settings.torch_threads or 1)
+            align_options = AlignOptions(method, cca_dim, cca_eps, holdout, time_constant, activation, hidden_layers)
+            run_alignment(
+                settings,
+                data,
+                out,
+                split,
+                dev_split,
+                langs,
+                text_encoder,
+                image_encoder,
+                align_options,
+                epochs,
+                patience,
+                batch_size,
+                lr,
+                seed,
+                command_line(ctx),
+                c2c_json or json_out,
+            )
+            return
         options = {
             "rho": rho,
             "alpha1": alpha1,
