@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -63,13 +60,17 @@ def test_conditional_covariance_is_the_covariance_of_residuals() -> None:
     x = z @ rng.normal(size=(2, 3)) + rng.normal(size=(500, 3))
     s_zz_inv = np.linalg.inv(covariance(z, z))
     residuals = (x - x.mean(0)) - (z - z.mean(0)) @ s_zz_inv @ covariance(x, z).T
-    assert np.allclose(conditional(covariance(x, x), covariance(x, z), covariance(x, z), s_zz_inv), covariance(residuals, residuals))
+    assert np.allclose(
+        conditional(covariance(x, x), covariance(x, z), covariance(x, z), s_zz_inv), covariance(residuals, residuals)
+    )
     # The torch version used by DPCCA agrees (rows centred already).
     t = torch.from_numpy
     s_fh = t(covariance(x, z))
     res = residual(t(x - x.mean(0)), t(z - z.mean(0)), s_fh, t(s_zz_inv))
     assert np.allclose(res.numpy(), residuals)
-    assert np.allclose(conditional_covariance(t(covariance(x, x)), s_fh, t(s_zz_inv)).numpy(), covariance(residuals, residuals))
+    assert np.allclose(
+        conditional_covariance(t(covariance(x, x)), s_fh, t(s_zz_inv)).numpy(), covariance(residuals, residuals)
+    )
 
 
 def test_moving_covariances_follow_eq_12() -> None:
@@ -134,40 +135,3 @@ def test_c2c_table_counts_hits_both_ways() -> None:
     table = c2c_table(x, y, ["a", "b c", "d"], ["a", "d", "b c"], "en", "de")
     assert table["en→de"]["r1"] == pytest.approx(1 / 3) and table["de→en"]["r1"] == pytest.approx(1 / 3)
     assert table["en→de"]["bleu1"] < 1 and table["en→de"]["queries"] == 3
-
-
-def test_train_method_through_the_cli(toy_data: Path, tmp_path: Path) -> None:
-    from tests.test_train_cli import invoke
-
-    for method in ("cca", "pcca", "dpcca-b"):
-        out = tmp_path / method
-        code, output = invoke(
-            "train", "--data", toy_data, "--out", out, "--method", method, "--langs", "en,de", "--cca-dim", "4",
-            "--holdout", "0.2", "--epochs", "3", "--batch-size", "8", "--json", tmp_path / f"{method}.json",
-        )  # fmt: skip
-        assert code == 0, output
-        report = json.loads((tmp_path / f"{method}.json").read_text())
-        assert set(report["dev"]) == {"en→de", "de→en"} and report["dev"]["en→de"]["queries"] == 15
-        from training.align import SavedAlignment
-
-        saved = SavedAlignment(out)
-        assert saved.project("de", np.zeros((2, saved_dim(saved)), dtype=np.float32)).shape == (2, 4)
-    code, output = invoke("train", "--data", toy_data, "--out", tmp_path / "x", "--method", "cca", "--langs", "en")
-    assert code == 2 and "two languages" in output
-
-
-def saved_dim(saved: object) -> int:
-    from training.align import SavedAlignment
-
-    assert isinstance(saved, SavedAlignment)
-    if saved.linear is not None:
-        return saved.linear.v.shape[0]
-    return saved.branches["g"].net[0].in_features
-
-
-@pytest.fixture
-def toy_data(toy: Path) -> Path:
-    return toy
-
-
-from tests.test_train_cli import toy  # noqa: E402,F401  (the toy data set and encoders fixture)

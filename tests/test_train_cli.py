@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 import indexer.embedders as embedders_module
 import indexer.encoders as encoders_module
 import indexer.query.models as query_models_module
+import training.align as align_module
 import training.train as train_module
 from app.cli import cli
 from indexer.model_files import MUSE_ONNX
@@ -26,7 +28,7 @@ def toy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
     # The commands import the factory when they run: patch it where it is looked up (training, the evaluate
     # command, and the query pipeline's model loading).
-    for module in (train_module, encoders_module, embedders_module, query_models_module):
+    for module in (train_module, align_module, encoders_module, embedders_module, query_models_module):
         monkeypatch.setattr(module, "create_image_encoder", lambda spec, **_: ToyImageEncoder(), raising=False)
         monkeypatch.setattr(
             module, "create_text_encoder", lambda spec, models_dir, **_: ToyTextEncoder(), raising=False
@@ -149,3 +151,30 @@ def test_evaluate_with_english_glosses(toy: Path, tmp_path: Path) -> None:
     assert scrambled["de"]["mR"] <= glossed["de"]["mR"] - 0.15
     code, output = invoke("evaluate", "--data", toy, "--tower", tower, "--lexicons", tmp_path)
     assert code == 2 and "no bilingual dictionaries" in output
+
+
+def test_train_method_through_the_cli(toy: Path, tmp_path: Path) -> None:
+    for method in ("cca", "pcca", "dpcca-b"):
+        out = tmp_path / method
+        code, output = invoke(
+            "train", "--data", toy, "--out", out, "--method", method, "--langs", "en,de", "--cca-dim", "4",
+            "--holdout", "0.2", "--epochs", "3", "--batch-size", "8", "--json", tmp_path / f"{method}.json",
+        )  # fmt: skip
+        assert code == 0, output
+        report = json.loads((tmp_path / f"{method}.json").read_text())
+        assert set(report["dev"]) == {"en→de", "de→en"} and report["dev"]["en→de"]["queries"] == 15
+        from training.align import SavedAlignment
+
+        saved = SavedAlignment(out)
+        assert saved.project("de", np.zeros((2, saved_dim(saved)), dtype=np.float32)).shape == (2, 4)
+    code, output = invoke("train", "--data", toy, "--out", tmp_path / "x", "--method", "cca", "--langs", "en")
+    assert code == 2 and "two languages" in output
+
+
+def saved_dim(saved: object) -> int:
+    from training.align import SavedAlignment
+
+    assert isinstance(saved, SavedAlignment)
+    if saved.linear is not None:
+        return saved.linear.v.shape[0]
+    return saved.branches["g"].net[0].in_features

@@ -104,12 +104,30 @@ def register(cli: typer.Typer) -> None:
         time_constant: float = typer.Option(0.9, min=0.0, max=0.999, help="Deep alignments: covariance ρ (Eq. 12)."),
         activation: str = typer.Option("tanh", help="Deep alignments: tanh, sigmoid or relu."),
         hidden_layers: int = typer.Option(2, min=0, max=8, help="Deep alignments: hidden layers (width = input)."),
+        text_corpus: list[Path] = typer.Option(
+            [],
+            help="Text-only caption corpora (folder with captions.jsonl, or .jsonl files; repeatable) whose "
+            "non-English captions are distilled towards their English teacher (training/distill.py).",
+        ),
+        distill: str = typer.Option("self", help="Teacher: self (the tower being trained) or a tower folder."),
+        distill_weight: float = typer.Option(1.0, min=0.0, max=100.0, help="Weight of the distillation loss."),
+        distill_target: str = typer.Option(
+            "caption", help="caption: translations learn from their original; photo: from all English captions."
+        ),
+        distill_loss: str = typer.Option("mse", help="mse (Reimers & Gurevych) or infonce."),
+        distill_sources: str | None = typer.Option(None, help="Keep only these corpus sources, comma-separated."),
+        distill_langs: str | None = typer.Option(None, help="Student languages, comma-separated (default: all)."),
+        corpus_per_group: int | None = typer.Option(
+            2, min=1, help="Corpus captions kept per (photo, language, source), first in file order."
+        ),
+        distill_batch: int = typer.Option(128, min=2, max=8192, help="Student captions per training step."),
     ) -> None:
         """Train the text tower on frozen, cached features; save it with a model card. With --method, train a
         DPCCA-family alignment of two languages instead (training/align.py)."""
         import torch
 
         from indexer.atomic import atomic_write_json
+        from training.distill import DistillOptions
         from training.train import TrainConfig, parse_langs, train
 
         settings = IndexerSettings()
@@ -187,6 +205,19 @@ def register(cli: typer.Typer) -> None:
                 c2c_weight=c2c_weight,
                 c2c_temperature=c2c_temperature,
                 bridge_from=bridge_from,
+                distill=DistillOptions(
+                    corpus=list(text_corpus),
+                    teacher=distill,
+                    weight=distill_weight,
+                    target=distill_target,
+                    loss=distill_loss,
+                    sources=parse_langs(distill_sources) if distill_sources else None,
+                    langs=parse_langs(distill_langs) if distill_langs else None,
+                    per_group=corpus_per_group,
+                    batch_size=distill_batch,
+                )
+                if text_corpus
+                else None,
                 command=command_line(ctx),
             )
             if space not in SPACES:
