@@ -178,3 +178,30 @@ def saved_dim(saved: object) -> int:
     if saved.linear is not None:
         return saved.linear.v.shape[0]
     return saved.branches["g"].net[0].in_features
+
+
+def test_translator_fit_and_curves_through_the_cli(toy: Path, tmp_path: Path) -> None:
+    from training.synthetic import WORDS
+
+    tower = train_toy(toy, tmp_path / "pivot", "en", epochs=3)
+    lexicon = tmp_path / "en-de.tsv"
+    lexicon.write_text("".join(f"{en}\t{de}\n" for en, de in zip(WORDS["en"], WORDS["de"], strict=True)) + "x\tx\n")
+    code, output = invoke(
+        "translator", "fit", "--lexicon", lexicon, "--lang", "de", "--out", tmp_path / "tr", "--tower", tower,
+        "--rcsls-steps", "5", "--k", "2",
+    )  # fmt: skip
+    assert code == 0, output
+    meta = json.loads((tmp_path / "tr" / "translator.json").read_text())
+    assert meta["report"]["train_pairs"] + meta["report"]["test_words"] == 6  # the identity pair is dropped
+    assert "p1_identity" in meta["report"]
+    code, output = invoke(
+        "translator", "curves", "--data", toy, "--lang", "de", "--translator", tmp_path / "tr", "--tower", tower,
+        "--sizes", "5,0", "--max-steps", "4", "--json", tmp_path / "c.json", "--plot", tmp_path / "c.png",
+    )  # fmt: skip
+    assert code == 0, output
+    curves = json.loads((tmp_path / "c.json").read_text())
+    assert set(curves["curves"]) == {"FS", "T1", "T2"} and curves["sizes"][0] == 5
+    assert {"zero_shot", "T2_no_captions"} <= set(curves)
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+    code, output = invoke("translator", "curves", "--data", toy, "--lang", "de", "--protocols", "T3")
+    assert code == 2 and "--protocols" in output
