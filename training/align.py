@@ -30,7 +30,7 @@ from training.cca import LinearAlignment, fit_cca, fit_pcca, pca
 from training.dcca import VARIANTS, Branch, NoiConfig, NoiTrainer, minibatches
 from training.prepared import PreparedSplit, prepare_split
 
-METHODS = ("cca", "pcca", *VARIANTS)
+METHODS = ("raw", "cca", "pcca", *VARIANTS)  # raw: the frozen features themselves, the reference
 CONFIG_NAME, WEIGHTS_NAME = "alignment.json", "alignment.safetensors"
 
 
@@ -123,6 +123,12 @@ def _r1(alignment: FittedAlignment, data: Triplets) -> float:
 
 def fit(config: AlignConfig, train: Triplets, check: Triplets | None) -> FittedAlignment:
     """Fit the configured method on ``train``; the deep variants stop early on ``check`` (mean R@1 both ways)."""
+    if config.method == "raw":
+        eye = np.eye(train.x.shape[1])
+        if train.x.shape[1] != train.y.shape[1]:
+            raise ValueError("method raw compares the features as they are: both languages need one encoder")
+        zero = np.zeros(train.x.shape[1])
+        return FittedAlignment("raw", linear=LinearAlignment(zero, zero, eye, eye, np.ones(train.x.shape[1])))
     if config.method == "cca":
         return FittedAlignment("cca", linear=fit_cca(train.x, train.y, config.dim, config.eps))
     if config.method == "pcca":

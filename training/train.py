@@ -47,6 +47,7 @@ class TrainConfig:
     dev_split: str | None = "dev"
     captions_per_lang: int | None = None  # first N captions per image and language; None = all
     max_images: int | None = None  # a fixed random subset of N training images; None = all
+    extra_captions: list[Path] = field(default_factory=list)  # more caption files of the data set's photos
     loss: str = "m3l"
     loss_options: dict[str, Any] = field(default_factory=dict)
     text_encoder: str = "muse"
@@ -105,9 +106,18 @@ def train(config: TrainConfig) -> TrainResult:
         config.cache_dir,
         captions_per_lang=config.captions_per_lang,
         max_images=config.max_images,
+        extra_captions=config.extra_captions,
     )
     dev = (
-        prepare_split(config.data, config.dev_split, None, image_encoder, text_encoder, config.cache_dir)
+        prepare_split(
+            config.data,
+            config.dev_split,
+            None,
+            image_encoder,
+            text_encoder,
+            config.cache_dir,
+            extra_captions=config.extra_captions,
+        )
         if config.dev_split
         else None
     )

@@ -12,7 +12,7 @@ from app.cli.evaluate_cmd import USER_ERRORS, fail
 from indexer.indexer_settings import IndexerSettings
 
 # Kept here (not imported from training.align) so that `polyglot --help` does not import torch.
-ALIGN_METHODS = ("cca", "pcca", "dcca-noi", "dpcca-a", "dpcca-b")
+ALIGN_METHODS = ("raw", "cca", "pcca", "dcca-noi", "dpcca-a", "dpcca-b")  # raw: no alignment (reference)
 console = Console(stderr=True)
 
 

@@ -121,6 +121,9 @@ def register(cli: typer.Typer) -> None:
             2, min=1, help="Corpus captions kept per (photo, language, source), first in file order."
         ),
         distill_batch: int = typer.Option(128, min=2, max=8192, help="Student captions per training step."),
+        extra_captions: list[Path] = typer.Option(
+            [], help="More caption files of the data set's photos (repeatable), e.g. more-langs/f8k-captions.jsonl."
+        ),
     ) -> None:
         """Train the text tower on frozen, cached features; save it with a model card. With --method, train a
         DPCCA-family alignment of two languages instead (training/align.py)."""
@@ -187,6 +190,7 @@ def register(cli: typer.Typer) -> None:
                 split=split,
                 captions_per_lang=captions_per_lang,
                 max_images=max_images,
+                extra_captions=list(extra_captions),
                 dev_split=dev_split or None,
                 loss=loss,
                 loss_options={k: v for k, v in options.items() if v is not None},
