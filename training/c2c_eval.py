@@ -9,6 +9,7 @@ the paper lower-cased and tokenised them. Similarity is the cosine; ties count a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -31,6 +32,8 @@ def bleu_plus_one(hypotheses: Sequence[str], references: Sequence[str]) -> np.nd
     """Sentence BLEU+1 of each hypothesis against its one reference, in [0, 1]."""
     from sacrebleu.metrics import BLEU  # research dependency (the `research` extra)
 
+    # Add-one smoothing already covers orders longer than the sentence, which sacrebleu's advice is about.
+    logging.getLogger("sacrebleu").setLevel(logging.ERROR)
     bleu = BLEU(lowercase=True, tokenize="13a", smooth_method="add-k", smooth_value=1)
     return np.array([bleu.sentence_score(h, [r]).score / 100.0 for h, r in zip(hypotheses, references, strict=True)])
 
