@@ -71,7 +71,7 @@ class LinearAlignment:
 def fit_cca(x: np.ndarray, y: np.ndarray, dim: int, eps: float = 1e-3) -> LinearAlignment:
     """Linear CCA of paired rows ``x[i] ↔ y[i]``."""
     w, v, corr = cca_from_covariances(covariance(x, x), covariance(y, y), covariance(x, y), dim, eps)
-    return LinearAlignment(np.mean(x, axis=0, dtype=np.float64), np.mean(y, axis=0, dtype=np.float64), w, v, corr)
+    return LinearAlignment(_mean(x), _mean(y), w, v, corr)
 
 
 def fit_pcca(x: np.ndarray, y: np.ndarray, z: np.ndarray, dim: int, eps: float = 1e-3) -> LinearAlignment:
@@ -82,7 +82,11 @@ def fit_pcca(x: np.ndarray, y: np.ndarray, z: np.ndarray, dim: int, eps: float =
     s_yy = conditional(covariance(y, y), s_yz, s_yz, s_zz_inv)
     s_xy = conditional(covariance(x, y), s_xz, s_yz, s_zz_inv)
     w, v, corr = cca_from_covariances(s_xx, s_yy, s_xy, dim, eps)
-    return LinearAlignment(np.mean(x, axis=0, dtype=np.float64), np.mean(y, axis=0, dtype=np.float64), w, v, corr)
+    return LinearAlignment(_mean(x), _mean(y), w, v, corr)
+
+
+def _mean(a: np.ndarray) -> np.ndarray:
+    return np.asarray(np.mean(a, axis=0, dtype=np.float64))
 
 
 def pca(z: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:

@@ -35,6 +35,8 @@ class Branch(nn.Module):
     """``Wᵀ f(x)``: ``len(hidden)`` non-linear layers, then a linear layer to ``out_dim``; output centred by a
     moving mean (a buffer, so it is saved with the weights)."""
 
+    mean: torch.Tensor
+
     def __init__(self, in_dim: int, hidden: list[int], out_dim: int, activation: str = "tanh") -> None:
         super().__init__()
         layers: list[nn.Module] = []

@@ -116,7 +116,13 @@ def curves_command(
         )
         if sources:
             keep = set(sources.split(","))
-            train, dev = (subset(s, np.flatnonzero([src in keep for src in s.caption_source])) for s in (train, dev))
+            train, dev = (
+                subset(
+                    s,
+                    np.flatnonzero([src in keep for src in (s.caption_source if s.caption_source is not None else [])]),
+                )
+                for s in (train, dev)
+            )
         curve = CurveSettings(sizes=[int(n) for n in sizes.split(",") if n.strip()], max_steps=max_steps, lr=lr)
         result = learning_curves(pivot, m, train, dev, lang, curve, chosen, progress=console.print)
     except USER_ERRORS as exc:
