@@ -205,3 +205,26 @@ def test_translator_fit_and_curves_through_the_cli(toy: Path, tmp_path: Path) ->
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
     code, output = invoke("translator", "curves", "--data", toy, "--lang", "de", "--protocols", "T3")
     assert code == 2 and "--protocols" in output
+
+
+def test_train_with_a_text_corpus_through_the_cli(toy: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [
+        {"image": "t1.jpg", "lang": "en", "text": "red next to blue", "source": "multi30k-task1"},
+        {"image": "t1.jpg", "lang": "de", "text": "ein rot und blau Bild", "source": "multi30k-task1"},
+        {"image": "t2.jpg", "lang": "en", "text": "green next to black", "source": "multi30k-task1"},
+        {"image": "t2.jpg", "lang": "fr", "text": "une image vert et noir", "source": "multi30k-task1"},
+    ]
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "tower"
+    code, output = invoke(
+        "train", "--data", toy, "--out", out, "--langs", "en", "--loss", "vse", "--epochs", "2", "--batch-size", "8",
+        "--hidden-dims", "16", "--dropouts", "0,0", "--text-corpus", corpus, "--text-corpus", corpus,
+        "--distill-loss", "infonce", "--distill-batch", "2",
+    )  # fmt: skip
+    assert code == 0, output
+    card = json.loads((out / "config.json").read_text())["training"]
+    assert card["distilled"]["students"] == {"de/multi30k-task1": 2, "fr/multi30k-task1": 2}  # the file twice
+    assert f"--text-corpus {corpus} --text-corpus {corpus}" in card["command"]
+    code, output = invoke("train", "--data", toy, "--out", out, "--text-corpus", tmp_path / "missing")
+    assert code == 2 and "error: text corpus" in output

@@ -31,6 +31,9 @@ def command_line(ctx: typer.Context) -> str:
         if isinstance(value, bool):
             names = param.opts if value else param.secondary_opts
             parts.append(names[0])
+        elif isinstance(value, list | tuple):  # a repeatable option: once per value
+            for item in value:
+                parts += [param.opts[0], str(item)]
         else:
             parts += [param.opts[0], str(value)]
     return shlex.join(parts)
