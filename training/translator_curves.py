@@ -188,14 +188,13 @@ def plot(result: dict[str, Any], path: Path) -> None:
     for row, direction in enumerate(("t2i", "i2t")):
         for col, k in enumerate(("r1", "r5", "r10")):
             ax = axes[row][col]
+            seen: set[str] = set()
             for protocol, points in result["curves"].items():
-                ax.plot(
-                    [p["n"] for p in points],
-                    [p[direction][k] for p in points],
-                    "o-",
-                    color=colours.get(protocol),
-                    label=protocol,
-                )
+                base = protocol.split()[0]  # "T2 (lr 1e-4)" takes T2's colour, dashed when T2 is already drawn
+                style = "o--" if base in seen else "o-"
+                seen.add(base)
+                xs, ys = [p["n"] for p in points], [p[direction][k] for p in points]
+                ax.plot(xs, ys, style, color=colours.get(base), label=protocol)
             for name, style in (("zero_shot", "k--"), ("T2_no_captions", "g:")):
                 if name in result:
                     ax.axhline(
