@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 import indexer.embedders as embedders_module
 import indexer.encoders as encoders_module
 import indexer.query.models as query_models_module
+import training.align as align_module
 import training.train as train_module
 from app.cli import cli
 from indexer.model_files import MUSE_ONNX
@@ -26,7 +28,7 @@ def toy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
     # The commands import the factory when they run: patch it where it is looked up (training, the evaluate
     # command, and the query pipeline's model loading).
-    for module in (train_module, encoders_module, embedders_module, query_models_module):
+    for module in (train_module, align_module, encoders_module, embedders_module, query_models_module):
         monkeypatch.setattr(module, "create_image_encoder", lambda spec, **_: ToyImageEncoder(), raising=False)
         monkeypatch.setattr(module, "image_encoder_from_settings", lambda settings: ToyImageEncoder(), raising=False)
         monkeypatch.setattr(
@@ -150,3 +152,80 @@ def test_evaluate_with_english_glosses(toy: Path, tmp_path: Path) -> None:
     assert scrambled["de"]["mR"] <= glossed["de"]["mR"] - 0.15
     code, output = invoke("evaluate", "--data", toy, "--tower", tower, "--lexicons", tmp_path)
     assert code == 2 and "no bilingual dictionaries" in output
+
+
+def test_train_method_through_the_cli(toy: Path, tmp_path: Path) -> None:
+    for method in ("cca", "pcca", "dpcca-b"):
+        out = tmp_path / method
+        code, output = invoke(
+            "train", "--data", toy, "--out", out, "--method", method, "--langs", "en,de", "--cca-dim", "4",
+            "--holdout", "0.2", "--epochs", "3", "--batch-size", "8", "--json", tmp_path / f"{method}.json",
+        )  # fmt: skip
+        assert code == 0, output
+        report = json.loads((tmp_path / f"{method}.json").read_text())
+        assert set(report["dev"]) == {"en→de", "de→en"} and report["dev"]["en→de"]["queries"] == 15
+        from training.align import SavedAlignment
+
+        saved = SavedAlignment(out)
+        assert saved.project("de", np.zeros((2, saved_dim(saved)), dtype=np.float32)).shape == (2, 4)
+    code, output = invoke("train", "--data", toy, "--out", tmp_path / "x", "--method", "cca", "--langs", "en")
+    assert code == 2 and "two languages" in output
+
+
+def saved_dim(saved: object) -> int:
+    from training.align import SavedAlignment
+
+    assert isinstance(saved, SavedAlignment)
+    if saved.linear is not None:
+        return saved.linear.v.shape[0]
+    return saved.branches["g"].net[0].in_features
+
+
+def test_translator_fit_and_curves_through_the_cli(toy: Path, tmp_path: Path) -> None:
+    from training.synthetic import WORDS
+
+    tower = train_toy(toy, tmp_path / "pivot", "en", epochs=3)
+    lexicon = tmp_path / "en-de.tsv"
+    lexicon.write_text("".join(f"{en}\t{de}\n" for en, de in zip(WORDS["en"], WORDS["de"], strict=True)) + "x\tx\n")
+    code, output = invoke(
+        "translator", "fit", "--lexicon", lexicon, "--lang", "de", "--out", tmp_path / "tr", "--tower", tower,
+        "--rcsls-steps", "5", "--k", "2",
+    )  # fmt: skip
+    assert code == 0, output
+    meta = json.loads((tmp_path / "tr" / "translator.json").read_text())
+    assert meta["report"]["train_pairs"] + meta["report"]["test_words"] == 6  # the identity pair is dropped
+    assert "p1_identity" in meta["report"]
+    code, output = invoke(
+        "translator", "curves", "--data", toy, "--lang", "de", "--translator", tmp_path / "tr", "--tower", tower,
+        "--sizes", "5,0", "--max-steps", "4", "--json", tmp_path / "c.json", "--plot", tmp_path / "c.png",
+    )  # fmt: skip
+    assert code == 0, output
+    curves = json.loads((tmp_path / "c.json").read_text())
+    assert set(curves["curves"]) == {"FS", "T1", "T2"} and curves["sizes"][0] == 5
+    assert {"zero_shot", "T2_no_captions"} <= set(curves)
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+    code, output = invoke("translator", "curves", "--data", toy, "--lang", "de", "--protocols", "T3")
+    assert code == 2 and "--protocols" in output
+
+
+def test_train_with_a_text_corpus_through_the_cli(toy: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [
+        {"image": "t1.jpg", "lang": "en", "text": "red next to blue", "source": "multi30k-task1"},
+        {"image": "t1.jpg", "lang": "de", "text": "ein rot und blau Bild", "source": "multi30k-task1"},
+        {"image": "t2.jpg", "lang": "en", "text": "green next to black", "source": "multi30k-task1"},
+        {"image": "t2.jpg", "lang": "fr", "text": "une image vert et noir", "source": "multi30k-task1"},
+    ]
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "tower"
+    code, output = invoke(
+        "train", "--data", toy, "--out", out, "--langs", "en", "--loss", "vse", "--epochs", "2", "--batch-size", "8",
+        "--hidden-dims", "16", "--dropouts", "0,0", "--text-corpus", corpus, "--text-corpus", corpus,
+        "--distill-loss", "infonce", "--distill-batch", "2",
+    )  # fmt: skip
+    assert code == 0, output
+    card = json.loads((out / "config.json").read_text())["training"]
+    assert card["distilled"]["students"] == {"de/multi30k-task1": 2, "fr/multi30k-task1": 2}  # the file twice
+    assert f"--text-corpus {corpus} --text-corpus {corpus}" in card["command"]
+    code, output = invoke("train", "--data", toy, "--out", out, "--text-corpus", tmp_path / "missing")
+    assert code == 2 and "error: text corpus" in output

@@ -8,6 +8,7 @@ and training language) decides early stopping; the best epoch's weights are kept
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from indexer.bridge import LanguageBridge, remove_bridge
 from indexer.encoders import create_image_encoder, create_text_encoder
 from indexer.image_space import ImageSpace
 from indexer.tower import TextTower
+from training.distill import DistillOptions, DistillSet
 from training.evaluate import Evaluation, evaluate_tower, evaluate_vectors, first_caption_rows
 from training.losses import create_loss
 from training.losses.c2c import CaptionCaptionLoss
@@ -45,6 +47,7 @@ class TrainConfig:
     dev_split: str | None = "dev"
     captions_per_lang: int | None = None  # first N captions per image and language; None = all
     max_images: int | None = None  # a fixed random subset of N training images; None = all
+    extra_captions: list[Path] = field(default_factory=list)  # more caption files of the data set's photos
     loss: str = "m3l"
     loss_options: dict[str, Any] = field(default_factory=dict)
     text_encoder: str = "muse"
@@ -57,6 +60,7 @@ class TrainConfig:
     c2c_weight: float = 0.0  # weight of the caption–caption loss between two languages of an image; 0 = off
     c2c_temperature: float = 0.05
     bridge_from: Path | None = None  # a folder with a language bridge: applied to its languages, shipped alongside
+    distill: DistillOptions | None = None  # text-only corpora + teacher (training/distill.py); None = off
     epochs: int = 30
     patience: int = 5
     batch_size: int = 128
@@ -102,9 +106,18 @@ def train(config: TrainConfig) -> TrainResult:
         config.cache_dir,
         captions_per_lang=config.captions_per_lang,
         max_images=config.max_images,
+        extra_captions=config.extra_captions,
     )
     dev = (
-        prepare_split(config.data, config.dev_split, None, image_encoder, text_encoder, config.cache_dir)
+        prepare_split(
+            config.data,
+            config.dev_split,
+            None,
+            image_encoder,
+            text_encoder,
+            config.cache_dir,
+            extra_captions=config.extra_captions,
+        )
         if config.dev_split
         else None
     )
@@ -132,6 +145,11 @@ def train(config: TrainConfig) -> TrainResult:
         languages=config.langs,
     )
     loss_fn = create_loss(config.loss, **config.loss_options)
+    distill = (
+        DistillSet(config.distill, text_encoder, config.cache_dir, config.space, space, bridge, config.seed)
+        if config.distill is not None and config.distill.corpus
+        else None
+    )
     c2c_fn = CaptionCaptionLoss(config.c2c_temperature) if config.c2c_weight > 0 else None
     optimizer = torch.optim.Adam(tower.parameters(), lr=config.lr, betas=(config.beta1, 0.999))
     batches = DistinctImageBatches(
@@ -150,6 +168,8 @@ def train(config: TrainConfig) -> TrainResult:
             batches, desc=f"epoch {epoch}/{config.epochs}", unit="batch", leave=False
         ):
             loss = _batch_loss(config, tower, loss_fn, c2c_fn, sentences, targets, rows, image_index, partners)
+            if distill is not None:
+                loss = loss + distill.batch_loss(tower)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -173,7 +193,7 @@ def train(config: TrainConfig) -> TrainResult:
     seconds = time.perf_counter() - started
     evaluation = evaluate_tower(tower, dev) if dev is not None else None  # dev captions are already bridged
     result = TrainResult(tower, best[1], history, seconds, evaluation, unsupported)
-    save(result, config, space, bridge)
+    save(result, config, space, bridge, distill.summary() if distill is not None else None)
     return result
 
 
@@ -200,8 +220,14 @@ def _batch_loss(
     return loss + config.c2c_weight * c2c_fn(text[paired], text[len(rows) :])
 
 
-def save(result: TrainResult, config: TrainConfig, space: ImageSpace, bridge: LanguageBridge | None = None) -> None:
-    recipe = {key: (str(value) if isinstance(value, Path) else value) for key, value in asdict(config).items()}
+def save(
+    result: TrainResult,
+    config: TrainConfig,
+    space: ImageSpace,
+    bridge: LanguageBridge | None = None,
+    distilled: dict[str, Any] | None = None,
+) -> None:
+    recipe = json.loads(json.dumps(asdict(config), default=str))  # paths (also inside the distill options) as text
     for private in ("cache_dir", "models_dir", "out", "command"):
         recipe.pop(private, None)
     training: dict[str, Any] = {
@@ -212,6 +238,8 @@ def save(result: TrainResult, config: TrainConfig, space: ImageSpace, bridge: La
         "image_space_fingerprint": space.fingerprint,
         "command": config.command,
     }
+    if distilled is not None:
+        training["distilled"] = distilled
     if result.dev is not None:
         training["dev"] = result.dev.report
         training["dev_c2c"] = result.dev.c2c

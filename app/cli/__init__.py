@@ -14,6 +14,7 @@ from app.cli import (
     serve_cmd,
     tag_cmd,
     train_cmd,
+    translator_cmd,
 )
 from app.cli.logging_setup import configure_logging
 
@@ -42,6 +43,7 @@ train_cmd.register(cli)
 evaluate_cmd.register(cli)
 search_cmd.register(cli)
 bridge_cmd.register(cli)
+translator_cmd.register(cli)
 serve_cmd.register(cli)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from app.cli.align_cmd import ALIGN_METHODS, AlignOptions, run_alignment
 from app.cli.evaluate_cmd import USER_ERRORS, check_data, fail, print_evaluation
 from indexer.indexer_settings import IndexerSettings
 from training.choices import LOSS_NAMES, SPACES
@@ -30,6 +31,9 @@ def command_line(ctx: typer.Context) -> str:
         if isinstance(value, bool):
             names = param.opts if value else param.secondary_opts
             parts.append(names[0])
+        elif isinstance(value, list | tuple):  # a repeatable option: once per value
+            for item in value:
+                parts += [param.opts[0], str(item)]
         else:
             parts += [param.opts[0], str(value)]
     return shlex.join(parts)
@@ -90,15 +94,73 @@ def register(cli: typer.Typer) -> None:
         threads: int | None = typer.Option(None, min=1, help="torch threads (default: settings torch_threads)."),
         json_out: Path | None = typer.Option(None, "--json", help="Also write the dev recalls here (as evaluate)."),
         c2c_json: Path | None = typer.Option(None, help="Also write the dev caption→caption R@1 table here."),
+        method: str = typer.Option(
+            "tower",
+            help=f"What to train: tower (the text tower), or a DPCCA-family alignment of two languages: "
+            f"{', '.join(ALIGN_METHODS)} (--langs x,y).",
+        ),
+        cca_dim: int = typer.Option(128, min=1, help="Alignment methods: dimension L of the shared space."),
+        cca_eps: float = typer.Option(1e-3, min=0.0, help="Alignment methods: ε added to covariance diagonals."),
+        holdout: float = typer.Option(
+            0.1, min=0.0, max=0.5, help="Alignment methods: share of the training images held out for selection."
+        ),
+        time_constant: float = typer.Option(0.9, min=0.0, max=0.999, help="Deep alignments: covariance ρ (Eq. 12)."),
+        activation: str = typer.Option("tanh", help="Deep alignments: tanh, sigmoid or relu."),
+        hidden_layers: int = typer.Option(2, min=0, max=8, help="Deep alignments: hidden layers (width = input)."),
+        text_corpus: list[Path] = typer.Option(
+            [],
+            help="Text-only caption corpora (folder with captions.jsonl, or .jsonl files; repeatable) whose "
+            "non-English captions are distilled towards their English teacher (training/distill.py).",
+        ),
+        distill: str = typer.Option("self", help="Teacher: self (the tower being trained) or a tower folder."),
+        distill_weight: float = typer.Option(1.0, min=0.0, max=100.0, help="Weight of the distillation loss."),
+        distill_target: str = typer.Option(
+            "caption", help="caption: translations learn from their original; photo: from all English captions."
+        ),
+        distill_loss: str = typer.Option("mse", help="mse (Reimers & Gurevych) or infonce."),
+        distill_sources: str | None = typer.Option(None, help="Keep only these corpus sources, comma-separated."),
+        distill_langs: str | None = typer.Option(None, help="Student languages, comma-separated (default: all)."),
+        corpus_per_group: int | None = typer.Option(
+            2, min=1, help="Corpus captions kept per (photo, language, source), first in file order."
+        ),
+        distill_batch: int = typer.Option(128, min=2, max=8192, help="Student captions per training step."),
+        extra_captions: list[Path] = typer.Option(
+            [], help="More caption files of the data set's photos (repeatable), e.g. more-langs/f8k-captions.jsonl."
+        ),
     ) -> None:
-        """Train the text tower on frozen, cached features; save it with a model card."""
+        """Train the text tower on frozen, cached features; save it with a model card. With --method, train a
+        DPCCA-family alignment of two languages instead (training/align.py)."""
         import torch
 
         from indexer.atomic import atomic_write_json
+        from training.distill import DistillOptions
         from training.train import TrainConfig, parse_langs, train
 
         settings = IndexerSettings()
         check_data(data)
+        if method != "tower":
+            if threads or settings.torch_threads:
+                torch.set_num_threads(threads or settings.torch_threads or 1)
+            align_options = AlignOptions(method, cca_dim, cca_eps, holdout, time_constant, activation, hidden_layers)
+            run_alignment(
+                settings,
+                data,
+                out,
+                split,
+                dev_split,
+                langs,
+                text_encoder,
+                image_encoder,
+                align_options,
+                epochs,
+                patience,
+                batch_size,
+                lr,
+                seed,
+                command_line(ctx),
+                c2c_json or json_out,
+            )
+            return
         options = {
             "rho": rho,
             "alpha1": alpha1,
@@ -131,6 +193,7 @@ def register(cli: typer.Typer) -> None:
                 split=split,
                 captions_per_lang=captions_per_lang,
                 max_images=max_images,
+                extra_captions=list(extra_captions),
                 dev_split=dev_split or None,
                 loss=loss,
                 loss_options={k: v for k, v in options.items() if v is not None},
@@ -149,6 +212,19 @@ def register(cli: typer.Typer) -> None:
                 c2c_weight=c2c_weight,
                 c2c_temperature=c2c_temperature,
                 bridge_from=bridge_from,
+                distill=DistillOptions(
+                    corpus=list(text_corpus),
+                    teacher=distill,
+                    weight=distill_weight,
+                    target=distill_target,
+                    loss=distill_loss,
+                    sources=parse_langs(distill_sources) if distill_sources else None,
+                    langs=parse_langs(distill_langs) if distill_langs else None,
+                    per_group=corpus_per_group,
+                    batch_size=distill_batch,
+                )
+                if text_corpus
+                else None,
                 command=command_line(ctx),
             )
             if space not in SPACES:
