@@ -44,13 +44,21 @@ def query_vectors(count: int, cache: Path) -> np.ndarray:
     path = cache / f"queries-{count}.npy"
     if path.exists():
         return np.load(path)
-    from index_kinds import DATA, dev_captions
+    import json
+    import random
+
+    from index_kinds import DATA
 
     from indexer.embedders import shipped_fast_tower_path
     from indexer.query import load_text_tower
 
     embedder = load_text_tower(IndexerSettings(), shipped_fast_tower_path())
-    texts = dev_captions(DATA, embedder, count)
+    dev = set((DATA / "splits" / "dev.txt").read_text(encoding="utf-8").split())
+    with (DATA / "captions.jsonl").open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle]
+    texts = [row["text"] for row in rows if row["image"] in dev and embedder.encoder.supports(row["lang"])]
+    random.Random(0).shuffle(texts)
+    texts = texts[:count]
     queries = np.concatenate([embedder.embed(texts[s : s + 256]) for s in range(0, len(texts), 256)])
     cache.mkdir(parents=True, exist_ok=True)
     np.save(path, queries.astype(np.float32))
