@@ -117,7 +117,7 @@ class Engine:
         self.records.forget(ids)
 
     def embed_image(self, image: Image.Image) -> np.ndarray:
-        return self.images.embed_image(image)[0]
+        return self.pipeline.embed_images([image])[0]
 
     def close(self) -> None:
         for component in self.components.values():
@@ -160,7 +160,7 @@ def assemble(
     """Finish an engine from a pipeline and an open image index (tests pass small fakes here)."""
     seconds = dict(seconds or {})
     # Loads the image encoder now rather than on the first upload, and checks it end to end.
-    timed(seconds, "image_encoder", lambda: images.embed_image(Image.new("RGB", (32, 32), (128, 128, 128))))
+    timed(seconds, "image_encoder", lambda: pipeline.embed_images([Image.new("RGB", (32, 32), (128, 128, 128))]))
     captions = timed(
         seconds,
         "caption_index",

@@ -27,6 +27,7 @@ DEPTH = max(KS)  # recalls up to R@10 need the ten best hits of each query
 
 @dataclass
 class ServedRanking:
+    images: np.ndarray  # (n_images, D) the pool's index vectors
     texts: np.ndarray  # (n_captions, D) the query vectors the service computes
     top: np.ndarray  # (n_captions, DEPTH) pool positions of the best images, best first (-1: none)
     kind: str  # the index kind searched
@@ -56,7 +57,7 @@ def served_ranking(
     for start in range(0, len(texts), 4096):
         for row, result in enumerate(index.search(texts[start : start + 4096], depth), start=start):
             top[row, : len(result.ids)] = result.ids
-    return ServedRanking(texts, top, kind)
+    return ServedRanking(images, texts, top, kind)
 
 
 def ranks_from_top(top: np.ndarray, truth: np.ndarray) -> np.ndarray:
@@ -67,9 +68,8 @@ def ranks_from_top(top: np.ndarray, truth: np.ndarray) -> np.ndarray:
 
 def evaluate_served(pipeline: QueryPipeline, split: PreparedSplit, index_settings: VectorIndexSettings) -> Evaluation:
     ranking = served_ranking(pipeline, split, index_settings)
-    images = pipeline.models.image_space.apply(split.image_features)
     t2i = ranks_from_top(ranking.top, split.caption_image)
-    evaluation = evaluate_vectors(images, ranking.texts, split, t2i_ranks=t2i)
+    evaluation = evaluate_vectors(ranking.images, ranking.texts, split, t2i_ranks=t2i)
     glossed = pipeline.models.glosses.languages if pipeline.models.glosses is not None else frozenset()
     for lang, block in evaluation.report["languages"].items():
         block["route"] = pipeline.route_label(lang)

@@ -75,12 +75,12 @@ def register(cli: typer.Typer) -> None:
                     raise fail(f"unsupported --lang {lang!r}: the text encoder supports {supported}")
                 hits = pipeline.search_texts(index, [(text, code, k)])[0]
                 answer = {"query": text, "lang": code, "route": pipeline.route_label(code)}
-            records = {record.id: record for record in (index.get(hit.id) for hit in hits) if record is not None}
+            paths = {i: path for i, _, path in index.store.id_keys([hit.id for hit in hits])}  # one query
         finally:
             index.close()
         rows = [
-            {"rank": rank, "score": round(float(hit.score), 4), "id": hit.id, "path": records[hit.id].path}
-            for rank, hit in enumerate((h for h in hits if h.id in records), start=1)
+            {"rank": rank, "score": round(float(hit.score), 4), "id": hit.id, "path": paths[hit.id]}
+            for rank, hit in enumerate((h for h in hits if h.id in paths), start=1)
         ]
         if json_out:
             out.print_json(json.dumps({**answer, "results": rows}, ensure_ascii=False))

@@ -7,6 +7,7 @@ Text encoders return one l2-normalised sentence embedding per text, in any langu
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +27,7 @@ class Encoder(ABC):
 
     def __init__(self) -> None:
         self._loaded = False
+        self._load_lock = threading.Lock()  # one encoder object is shared by the index, the service and the tagger
 
     @property
     def loaded(self) -> bool:
@@ -38,10 +40,13 @@ class Encoder(ABC):
         return self.name
 
     def load(self) -> None:
-        """Read weights from disk (idempotent). Never downloads unless the encoder is a hub encoder."""
-        if not self._loaded:
-            self._load()
-            self._loaded = True
+        """Read weights from disk (idempotent, thread-safe). Never downloads unless the encoder is a hub encoder."""
+        if self._loaded:
+            return
+        with self._load_lock:
+            if not self._loaded:
+                self._load()
+                self._loaded = True
 
     @abstractmethod
     def _load(self) -> None: ...

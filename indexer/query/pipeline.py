@@ -13,7 +13,6 @@ directly. Anything that searches (the image index, an in-memory index in evaluat
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Literal, Protocol, TypeVar
 
@@ -43,7 +42,6 @@ class QueryPipeline:
         self.models = models
         self.settings = settings
         self.cache = cache if cache is not None else QueryCache(settings.query_cache_size)
-        self._image_lock = threading.Lock()
 
     # ------------------------------------------------------------------ languages and routes
     @property
@@ -143,7 +141,5 @@ class QueryPipeline:
     def embed_images(self, images: Sequence[Image.Image]) -> np.ndarray:
         """Unit image vectors (frozen CNN + the towers' image space): what the index stores for a photo."""
         encoder = self.models.image_encoder
-        with self._image_lock:  # two first requests must not load the CNN twice
-            if not encoder.loaded:
-                encoder.load()
+        encoder.load()  # idempotent and thread-safe
         return self.models.image_space.apply(encoder.predict(images))
