@@ -33,7 +33,7 @@ import numpy as np
 from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.store.index_kinds import MMAP_KIND, VectorIndexSettings
 from indexer.store.row_file import RowFile
-from indexer.store.vectors import SearchResult, _as_ids, _as_matrix
+from indexer.store.vectors import SearchResult, _as_ids, _as_matrix, checked_additions
 
 STATE_NAME = "state.json"
 ENCODE_CHUNK = 65_536  # rows encoded per FAISS call while building: bounded memory (320 MB at 1280-d)
@@ -142,14 +142,9 @@ class MmapIvfIndex:
         self._count = self.rows.live_count()
 
     def add(self, ids: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
-        id_array = _as_ids(ids)
-        matrix = _as_matrix(vectors, self.dim)
-        if len(id_array) != len(matrix):
-            raise ValueError(f"{len(id_array)} ids for {len(matrix)} vectors")
+        id_array, matrix = checked_additions(ids, vectors, self.dim, lambda given: self.rows.rows_of(given) >= 0)
         if len(id_array) == 0:
             return
-        if len(np.unique(id_array)) != len(id_array) or (self.rows.rows_of(id_array) >= 0).any():
-            raise ValueError("duplicate ids: every id may be stored once")
         new_rows = self.rows.append(id_array, matrix)  # durable first: the codes can always be re-derived
         self.codes.add_with_ids(matrix, new_rows)
         self._count += len(id_array)

@@ -11,7 +11,7 @@ tmp, fsync, rename).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,20 @@ def _as_matrix(vectors: np.ndarray, dim: int) -> np.ndarray:
 
 def _as_ids(ids: Sequence[int] | np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
+
+
+def checked_additions(
+    ids: Sequence[int] | np.ndarray, vectors: np.ndarray, dim: int, stored: Callable[[np.ndarray], np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, vectors)`` to add, as int64 and float32 arrays, checked: one id per vector, and no id given twice
+    or already present (``stored(ids)`` → a boolean mask). Every index kind adds through it."""
+    id_array = _as_ids(ids)
+    matrix = _as_matrix(vectors, dim)
+    if len(id_array) != len(matrix):
+        raise ValueError(f"{len(id_array)} ids for {len(matrix)} vectors")
+    if len(id_array) and (len(np.unique(id_array)) != len(id_array) or stored(id_array).any()):
+        raise ValueError("duplicate ids: every id may be stored once")
+    return id_array, matrix
 
 
 class VectorIndex:
@@ -165,15 +179,9 @@ class VectorIndex:
 
     # ------------------------------------------------------------------ mutation
     def add(self, ids: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
-        id_array = _as_ids(ids)
-        matrix = _as_matrix(vectors, self.dim)
-        if len(id_array) != len(matrix):
-            raise ValueError(f"{len(id_array)} ids for {len(matrix)} vectors")
-        if len(id_array) == 0:
-            return
-        if len(np.unique(id_array)) != len(id_array) or np.isin(id_array, self.ids()).any():
-            raise ValueError("duplicate ids: every id may be stored once")
-        self.index.add_with_ids(matrix, id_array)
+        id_array, matrix = checked_additions(ids, vectors, self.dim, lambda given: np.isin(given, self.ids()))
+        if len(id_array):
+            self.index.add_with_ids(matrix, id_array)
 
     def remove(self, ids: Sequence[int] | np.ndarray) -> int:
         """Remove the given ids (unknown ones are ignored); returns how many were removed."""
