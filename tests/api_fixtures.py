@@ -89,12 +89,15 @@ def fake_engine_factory(
     captions: Sequence[Caption] = (),
     fast_text: TextEmbedder | None = None,
     image_encoder: Callable[[], ImageEncoder] = lambda: FakeImageEncoder(delay=0),
+    text: TextEmbedder | None = None,
 ) -> Callable[[ServiceSettings], Engine]:
     def factory(settings: ServiceSettings) -> Engine:
         index = ImageIndex.open(settings, encoder=image_encoder(), image_space=ImageSpace("l2"))
         if images:
             index.add_paths(list(images), progress=False)
-        models = load_models(settings, text=fake_text_embedder(), fast_text=fast_text, image_encoder=index.encoder)
+        models = load_models(
+            settings, text=text or fake_text_embedder(), fast_text=fast_text, image_encoder=index.encoder
+        )
         engine = assemble(settings, QueryPipeline(models, settings), index)
         if captions:
             engine.captions.add(list(captions))

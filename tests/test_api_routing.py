@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -166,3 +169,35 @@ def test_fast_tower_languages_narrow_the_fast_route(service_settings: ServiceSet
         assert _search(client, lang="fr")["text_encoder"] == FakeTextEncoder.name  # covered, but not chosen
         pipeline = client.app.state.engine.pipeline  # type: ignore[attr-defined]
         assert pipeline.route_label("fr").startswith("main:") and pipeline.route_label("pt") == "fast:fake-fast"
+
+
+class GatedEncoder(FakeTextEncoder):
+    """The main encoder, held on a gate while it embeds a query containing "slow"."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.gate = threading.Event(), threading.Event()
+
+    def _predict(self, texts: Sequence[str]) -> np.ndarray:
+        if any("slow" in text for text in texts):
+            self.entered.set()
+            self.gate.wait(10)
+        return super()._predict(texts)
+
+
+def test_a_slow_main_tower_query_does_not_hold_up_fast_tower_queries(
+    service_settings: ServiceSettings, photo_paths: list[Path]
+) -> None:
+    main = GatedEncoder()
+    factory = fake_engine_factory(
+        photo_paths, CAPTIONS, fast_text=fake_text_embedder(FastFakeEncoder(), seed=1), text=fake_text_embedder(main)
+    )
+    with TestClient(create_app(service_settings, factory)) as client, ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(client.get, "/search", params={"q": "a slow dog", "lang": "en"})
+        assert main.entered.wait(5)
+        start = time.perf_counter()
+        french = client.get("/search", params={"q": "un chien", "lang": "fr"})  # answered while the main lane waits
+        assert french.status_code == 200 and time.perf_counter() - start < 5
+        assert not main.gate.is_set()
+        main.gate.set()
+        assert slow.result(10).status_code == 200

@@ -52,7 +52,7 @@ async def metrics(request: Request) -> Response:
         images, captions = await engine.run(lambda: (len(engine.images), len(engine.captions)))
         collected.images.set(images)
         collected.captions.set(captions)
-        if engine.text_batcher is not None:
-            collected.search_batches.set(engine.text_batcher.batches)
-            collected.search_batched_queries.set(engine.text_batcher.items)
+        batchers = engine.text_batchers.values()
+        collected.search_batches.set(sum(batcher.batches for batcher in batchers))
+        collected.search_batched_queries.set(sum(batcher.items for batcher in batchers))
     return Response(generate_latest(collected.registry), media_type=CONTENT_TYPE_LATEST)
