@@ -55,7 +55,8 @@ def test_vocabulary_then_tags_with_the_shipped_models(tmp_path: Path, monkeypatc
     encoder = create_image_encoder(text.tower.image_encoder)
     encoder.load()
     image = text.tower.image_space.apply(encoder.predict([load_image(tmp_path / "beach.png")]))[0]
-    # Same batches as the CLI (the quantized mUSE graph is batch-dependent at the 1e-3 level).
+    # The quantized mUSE graph is batch-dependent at the 1e-3 level: the vocabulary is embedded in the CLI's
+    # batch, the source tags (ImageNet class names) were embedded at load in batches of 256, here alone.
     targets = text.embed(words)
     sources = text.embed([t["source"] for t in tags])
     taken: set[str] = set()
@@ -64,4 +65,4 @@ def test_vocabulary_then_tags_with_the_shipped_models(tmp_path: Path, monkeypatc
         best = next(words[i] for i in np.argsort(-scores) if words[i] not in taken)
         taken.add(best)
         assert tag["tag"] == best
-        assert tag["score"] == pytest.approx(float(scores[words.index(best)]), abs=1e-4)
+        assert tag["score"] == pytest.approx(float(scores[words.index(best)]), abs=5e-3)

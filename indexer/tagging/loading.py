@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from indexer.indexer_settings import IndexerSettings
 from indexer.query.models import Models
-from indexer.tagging.source_tags import CaptionRetriever
+from indexer.tagging.cached import embed_cached
+from indexer.tagging.source_tags import CaptionRetriever, clean_class_name
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.tagger import Tagger
 from indexer.tagging.tagging_settings import TaggingSettings
@@ -18,12 +19,13 @@ def load_tagger(
     captions: CaptionRetriever | None = None,
 ) -> Tagger:
     """A tagger over ``models`` (from :func:`indexer.query.load_models`) and the vocabularies beside the index
-    (blocking: loads the CNN if it is not yet). Raises ``FileNotFoundError``/``ValueError`` with clear text."""
+    (blocking: loads the CNN if it is not yet; embeds the CNN's class names, the ImageNet source tags, through
+    the features cache: seconds the first time, then read back). Raises ``FileNotFoundError``/``ValueError``."""
     if not models.image_encoder.loaded:
         models.image_encoder.load()
     text = models.text
     store = VocabularyStore.beside_index(settings.resolved_index_dir)
-    return Tagger(
+    tagger = Tagger(
         models.image_encoder,
         text,
         models.image_space,
@@ -33,3 +35,6 @@ def load_tagger(
         fingerprint=tower_fingerprint(text.tower, text.bridge),
         store=store,
     )
+    names = list(dict.fromkeys(tag for tag in map(clean_class_name, models.image_encoder.class_names) if tag))
+    tagger.remember_sources(names, embed_cached(text, names, settings.resolved_cache_dir))
+    return tagger

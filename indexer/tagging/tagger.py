@@ -161,6 +161,12 @@ class Tagger:
         probabilities = self.image_encoder.classify(features.reshape(1, -1))[0]
         return imagenet_source_tags(probabilities, self.image_encoder.class_names, n)
 
+    def remember_sources(self, tags: Sequence[str], vectors: np.ndarray) -> None:
+        """Seed the source-tag vectors (the CNN's class names at load, so that ``/tag`` with ImageNet source
+        tags never runs the text encoder: measured, a new class name cost a main-tower e5-small call)."""
+        with self._lock:
+            self._source_vectors.update(zip(tags, np.asarray(vectors, dtype=np.float32), strict=True))
+
     def embed_sources(self, tags: Sequence[str]) -> np.ndarray:
         with self._lock:
             missing = [tag for tag in dict.fromkeys(tags) if tag not in self._source_vectors]
