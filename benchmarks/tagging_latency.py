@@ -14,6 +14,7 @@ import argparse
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import sys
 import tempfile
@@ -41,6 +42,8 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k"
 
 
 def prepare(home: Path, args: argparse.Namespace) -> ServiceSettings:
+    if args.index is not None:  # a copy: the vocabularies are written beside the index
+        shutil.copytree(args.index, home / "index")
     settings = ServiceSettings(
         home=home, cache_dir=args.cache_dir.resolve(), models_dir=args.models_dir.resolve(), tower_path=args.tower
     )
@@ -100,8 +103,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "p90_ms": round(timings[int(0.9 * (len(timings) - 1))], 1),
                     "example": response.json(),
                 }
-            # POST /search/image with new photos: decode + CNN + index search (the index holds the photos
-            # uploaded so far), the other request whose cost is image inference.
+            # POST /search/image with new photos: decode + CNN + index search (of --index, or of an empty
+            # index), the other request whose cost is image inference.
             start_at = len(configs) * per_config
             photos = [dev.image_path(i).read_bytes() for i in dev.images[start_at : start_at + per_config]]
             timings = []
@@ -114,6 +117,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     timings.append(elapsed * 1000)
             timings.sort()
             results["search/image"] = {
+                "index_images": len(engine.images),
                 "requests": len(timings),
                 "p50_ms": round(statistics.median(timings), 1),
                 "p90_ms": round(timings[int(0.9 * (len(timings) - 1))], 1),
@@ -134,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--captions", action="store_true", help="also time caption source tags")
+    parser.add_argument("--index", type=Path, help="an index folder to search (copied), e.g. var/index")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     report: dict[str, Any] = {
