@@ -116,8 +116,8 @@ async def search_text(
     query = clean_query(q)
     if not query:
         raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, "empty query: q must contain some visible text (not only spaces, "
-            "zero-width or control characters)"
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            "empty query: q must contain some visible text (not only spaces, zero-width or control characters)",
         )
     limit = engine.settings.max_query_chars
     if len(query) > limit:
