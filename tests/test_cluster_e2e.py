@@ -60,44 +60,37 @@ def vectors_by_path(root: Path, name: str) -> dict[str, tuple[int, np.ndarray]]:
 
 
 @pytest.mark.usefixtures("ray_cluster")
-def test_ray_engine_gives_the_single_machine_vectors(cli_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_engine_resumes_and_gives_the_single_machine_vectors(
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_random_images(cli_env / "photos", 11, size=(24, 18))
     (cli_env / "photos" / "broken.jpg").write_bytes(b"not an image")
     code, output = add(monkeypatch, cli_env, "single")
     assert code == 0 and "added 11" in output and "failed 1" in output, output
-    code, output = add(monkeypatch, cli_env, "ray", "--engine", "ray", "--workers", "1")
+
+    shards = cli_env / "shards"
+    original = ShardPlan.write
+
+    def write_then_die(self: ShardPlan, shard: int, content: object) -> None:
+        original(self, shard, content)  # type: ignore[arg-type]
+        raise KeyboardInterrupt  # the driver is stopped right after its first whole shard
+
+    monkeypatch.setattr(ShardPlan, "write", write_then_die)
+    options = ("--engine", "ray", "--workers", "2", "--shards", str(shards), "--shard-size", "4")
+    code, output = add(monkeypatch, cli_env, "ray", *options)
+    assert code == 130 and len(list(shards.glob("shard-*.npz"))) == 1, output
+    monkeypatch.setattr(ShardPlan, "write", original)
+    code, output = add(monkeypatch, cli_env, "ray", *options)
     assert code == 0, output
-    assert "ray: embedded 12 photos in 1 shards, 0 resumed" in output and "added 11" in output, output
+    assert "ray: embedded 8 photos in 2 shards, 1 resumed" in output and "added 11" in output, output
     assert "failed 1" in output and "broken.jpg" in output
-    assert not list((cli_env / "ray" / "index" / "ray-shards").glob("*/*.npz"))  # indexed, then removed
+    assert not shards.exists()  # the photos are indexed: the shards are not needed any more
+
     single, ray = vectors_by_path(cli_env, "single"), vectors_by_path(cli_env, "ray")
     assert sorted(single) == sorted(ray) and len(ray) == 11
     for path, (image_id, vector) in single.items():
         assert ray[path][0] == image_id  # same ids
         assert float(vector @ ray[path][1]) >= 0.9999  # unit vectors: the cosine
-
-
-@pytest.mark.usefixtures("ray_cluster")
-def test_ray_run_killed_midway_resumes_from_its_shards(cli_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_random_images(cli_env / "photos", 10, size=(24, 18))
-    shards = cli_env / "shards"
-    written: list[int] = []
-    original = ShardPlan.write
-
-    def write_then_die(self: ShardPlan, shard: int, content: object) -> None:
-        original(self, shard, content)  # type: ignore[arg-type]
-        written.append(shard)
-        if len(written) == 2:
-            raise KeyboardInterrupt  # the driver is stopped after two whole shards
-
-    monkeypatch.setattr(ShardPlan, "write", write_then_die)
-    options = ("--engine", "ray", "--workers", "2", "--shards", str(shards), "--shard-size", "3")
-    code, output = add(monkeypatch, cli_env, "ray", *options)
-    assert code == 130 and len(list(shards.glob("shard-*.npz"))) == 2, output
-    monkeypatch.setattr(ShardPlan, "write", original)
-    code, output = add(monkeypatch, cli_env, "ray", *options)
-    assert code == 0 and "embedded 4 photos in 2 shards, 2 resumed" in output and "added 10" in output, output
-    assert not shards.exists()  # the photos are indexed: the shards are not needed any more
 
 
 def test_search_through_milvus_equals_faiss(

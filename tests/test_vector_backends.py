@@ -150,3 +150,21 @@ def test_image_index_contract(
 
 def _kind(name: str) -> str:
     return name if name.startswith("milvus") else name.removeprefix("faiss-")
+
+
+def test_an_index_moves_from_faiss_to_milvus_by_reopening(
+    request: pytest.FixtureRequest, tmp_settings: IndexerSettings, tmp_path: Path
+) -> None:
+    paths = write_random_images(tmp_path / "photos", 6, size=(16, 12))
+    encoder = FakeImageEncoder(0)
+    with open_index(tmp_settings, encoder) as index:
+        index.add_paths(paths, progress=False)
+        before = [[h.id for h in hits] for hits in index.search(np.stack([index.vector(i) for i in (1, 4)]), k=6)]
+    milvus = tmp_settings.model_copy(update={"vector_index": backend_settings("milvus-flat", request)})
+    with open_index(milvus, encoder) as index:  # reconciled with SQL: every vector re-added from the features cache
+        assert (len(index), index.index_kind, encoder.encoded) == (6, "milvus-flat", 6)
+        assert_consistent(index)
+        queries = np.stack([index.vector(i) for i in (1, 4)])
+        assert [[h.id for h in hits] for hits in index.search(queries, k=6)] == before
+        assert not (tmp_settings.resolved_index_dir / "vectors.faiss").exists()
+        index._vectors.drop()  # type: ignore[union-attr]

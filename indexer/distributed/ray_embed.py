@@ -12,6 +12,7 @@ embeds only the rest. The photos must be readable at the same paths on every nod
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,11 +30,13 @@ from indexer.images import ImageDecodeError, content_hash, decode_image
 
 @dataclass
 class RayRun:
-    """What a run did: shards embedded now, shards found from an earlier run, photos embedded now."""
+    """What a run did: shards embedded now, shards found from an earlier run, photos embedded now, and the
+    seconds from submitting the dataset to the last shard written (actor start-up and encoder loads included)."""
 
     embedded_shards: int = 0
     resumed_shards: int = 0
     photos: int = 0
+    seconds: float = 0.0
 
 
 class Embedder:
@@ -104,6 +107,7 @@ def embed_missing(
         return run
     expected = {shard: plan.paths_of(shard) for shard in missing}
     bar = tqdm(total=sum(map(len, expected.values())), unit="img", desc="embedding (ray)", disable=not progress)
+    started = time.perf_counter()
     with ray_session(address):
         import ray.data
 
@@ -131,6 +135,7 @@ def embed_missing(
             bar.update(len(batch["path"]))
             run.photos += len(batch["path"])
     bar.close()
+    run.seconds = time.perf_counter() - started
     return run
 
 
