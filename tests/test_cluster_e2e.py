@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cluster_fixtures import milvus_uri, ray_cluster  # noqa: F401  (session fixtures)
 from conftest import FakeImageEncoder, write_random_images
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
@@ -22,7 +21,7 @@ from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
 from indexer.indexer_settings import IndexerSettings
 
-pytest_plugins = ("api_fixtures",)  # imported in the function that needs more: see tests/test_api.py
+pytest_plugins = ("api_fixtures", "cluster_fixtures")  # api_fixtures imported where needed: see test_api.py
 runner = CliRunner()
 
 
@@ -96,7 +95,7 @@ def test_ray_engine_resumes_and_gives_the_single_machine_vectors(
 def test_search_through_milvus_equals_faiss(
     service_settings: ServiceSettings,
     photo_paths: list[Path],
-    milvus_uri: str,  # noqa: F811
+    milvus_uri: str,
 ) -> None:
     from api_fixtures import API_KEY, CAPTIONS, fake_engine_factory
 

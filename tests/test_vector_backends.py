@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cluster_fixtures import milvus_uri  # noqa: F401  (session fixture)
 from conftest import FakeImageEncoder, write_random_images
 from test_collection import assert_consistent, open_index
 
@@ -24,6 +23,8 @@ from indexer.store.index_kinds import VectorIndexSettings
 from indexer.store.milvus_vectors import MilvusVectors
 from indexer.store.vector_files import MmapBuilder
 from indexer.store.vectors import VectorIndex
+
+pytest_plugins = ("cluster_fixtures",)  # one Milvus server for the whole session
 
 # name → (VectorIndexSettings fields, least recall@10 against brute force): 0.99 for the exact kinds; the
 # approximate ones a margin under what they measured on this data (printed with -s).
