@@ -53,7 +53,6 @@ def ray_cluster() -> Iterator[None]:
     paths = [str(TESTS), str(TESTS.parent), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     previous = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         yield

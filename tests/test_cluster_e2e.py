@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import FakeImageEncoder, write_random_images
 from fastapi.testclient import TestClient
+from test_index_cli import cli_env  # noqa: F401  (the CLI's environment; its fake CNN is what Ray workers unpickle)
 from typer.testing import CliRunner
 
 from app.cli import cli
@@ -26,23 +27,9 @@ runner = CliRunner()
 
 
 def named_fake(settings: IndexerSettings) -> FakeImageEncoder:
-    """conftest's fake CNN under the configured name; Ray workers import conftest (PYTHONPATH) to unpickle it."""
     encoder = FakeImageEncoder(0)
     encoder.name = settings.image_encoder
     return encoder
-
-
-@pytest.fixture
-def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for key in ("POLYGLOT_DATABASE_URL", "POLYGLOT_INDEX_DIR", "POLYGLOT_CACHE_DIR", "POLYGLOT_INDEX_BACKEND"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "var"))
-    monkeypatch.setenv("POLYGLOT_TOWER_PATH", str(tmp_path / "no-tower"))  # plain l2 space
-    monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", "efficientnet-lite0")
-    monkeypatch.setenv("POLYGLOT_BATCH_SIZE", "4")
-    monkeypatch.setattr("indexer.image_index.image_encoder_from_settings", named_fake)
-    return tmp_path
 
 
 def add(monkeypatch: pytest.MonkeyPatch, root: Path, name: str, *options: str) -> tuple[int, str]:
@@ -58,16 +45,16 @@ def vectors_by_path(root: Path, name: str) -> dict[str, tuple[int, np.ndarray]]:
         return {r.path: (r.id, index.vector(r.id)) for r in index.list(limit=1000)}  # type: ignore[misc]
 
 
-@pytest.mark.usefixtures("ray_cluster")
+@pytest.mark.usefixtures("ray_cluster", "cli_env")
 def test_ray_engine_resumes_and_gives_the_single_machine_vectors(
-    cli_env: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write_random_images(cli_env / "photos", 11, size=(24, 18))
-    (cli_env / "photos" / "broken.jpg").write_bytes(b"not an image")
-    code, output = add(monkeypatch, cli_env, "single")
+    write_random_images(tmp_path / "photos", 11, size=(24, 18))
+    (tmp_path / "photos" / "broken.jpg").write_bytes(b"not an image")
+    code, output = add(monkeypatch, tmp_path, "single")
     assert code == 0 and "added 11" in output and "failed 1" in output, output
 
-    shards = cli_env / "shards"
+    shards = tmp_path / "shards"
     original = ShardPlan.write
 
     def write_then_die(self: ShardPlan, shard: int, content: object) -> None:
@@ -76,16 +63,16 @@ def test_ray_engine_resumes_and_gives_the_single_machine_vectors(
 
     monkeypatch.setattr(ShardPlan, "write", write_then_die)
     options = ("--engine", "ray", "--workers", "2", "--shards", str(shards), "--shard-size", "4")
-    code, output = add(monkeypatch, cli_env, "ray", *options)
+    code, output = add(monkeypatch, tmp_path, "ray", *options)
     assert code == 130 and len(list(shards.glob("shard-*.npz"))) == 1, output
     monkeypatch.setattr(ShardPlan, "write", original)
-    code, output = add(monkeypatch, cli_env, "ray", *options)
+    code, output = add(monkeypatch, tmp_path, "ray", *options)
     assert code == 0, output
     assert "ray: embedded 8 photos in 2 shards, 1 resumed" in output and "added 11" in output, output
     assert "failed 1" in output and "broken.jpg" in output
     assert not shards.exists()  # the photos are indexed: the shards are not needed any more
 
-    single, ray = vectors_by_path(cli_env, "single"), vectors_by_path(cli_env, "ray")
+    single, ray = vectors_by_path(tmp_path, "single"), vectors_by_path(tmp_path, "ray")
     assert sorted(single) == sorted(ray) and len(ray) == 11
     for path, (image_id, vector) in single.items():
         assert ray[path][0] == image_id  # same ids
@@ -117,3 +104,15 @@ def test_search_through_milvus_equals_faiss(
             assert removed not in [r["id"] for r in after["results"]] and after["total_images"] == 7
             answers[name] = [[(r["id"], round(r["score"], 4)) for r in page["results"]] for page in pages]
     assert answers["milvus"] == answers["faiss"] and len(answers["faiss"][0]) == 5
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_cluster_options_fail_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_random_images(tmp_path / "photos", 2, size=(8, 8))
+    ShardPlan.open(tmp_path / "shards", ["/elsewhere/a.jpg"], "efficientnet-lite0", 4)  # another run's folder
+    code, output = add(monkeypatch, tmp_path, "a", "--engine", "ray", "--shards", str(tmp_path / "shards"))
+    assert code == 2 and "holds shards of another run" in output and "Traceback" not in output, output
+    monkeypatch.setenv("POLYGLOT_INDEX_BACKEND", "milvus")
+    monkeypatch.setenv("POLYGLOT_INDEX_MILVUS_URI", "http://127.0.0.1:9")  # nothing listens there
+    code, output = add(monkeypatch, tmp_path, "b")
+    assert code == 2 and "cannot reach Milvus at http://127.0.0.1:9" in output, output

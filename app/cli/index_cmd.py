@@ -21,13 +21,22 @@ from indexer.encoders.factory import UnknownEncoderError
 from indexer.image_index import AddReport, ImageIndex, IndexBusyError, IndexMismatchError, IndexNotFoundError
 from indexer.image_sources import SourceError, Sources, expand_sources
 from indexer.indexer_settings import IndexerSettings
+from indexer.store.milvus_vectors import VectorBackendError
 from indexer.store.sidecar import SidecarError
 
 app = typer.Typer(help="Build and maintain the image index.", no_args_is_help=True)
 console = Console(stderr=True)
 out = Console()
 
-USER_ERRORS = (SourceError, IndexMismatchError, IndexNotFoundError, IndexBusyError, UnknownEncoderError, SidecarError)
+USER_ERRORS = (
+    SourceError,
+    IndexMismatchError,
+    IndexNotFoundError,
+    IndexBusyError,
+    UnknownEncoderError,
+    SidecarError,
+    VectorBackendError,
+)
 
 
 def fail(message: str) -> typer.Exit:

@@ -32,6 +32,10 @@ QUERY_IDS = 4_000  # ids per `id in [...]` expression
 MAX_TOPK = 16_384  # Milvus refuses larger limits
 
 
+class VectorBackendError(RuntimeError):
+    """The configured vector backend cannot be used: its client is not installed or its server not reachable."""
+
+
 def _not_mvcc_notice(record: logging.LogRecord) -> bool:
     """Drop pymilvus's warning that a 2.3 server gives no MVCC timestamp to its query iterator (it then uses the
     client's clock, which is what we want): it would print at every index open."""
@@ -43,11 +47,14 @@ def connect(settings: VectorIndexSettings) -> Any:
     try:
         from pymilvus import MilvusClient
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise RuntimeError("POLYGLOT_INDEX_BACKEND=milvus needs pymilvus: pip install '.[cluster]'") from exc
+        raise VectorBackendError("POLYGLOT_INDEX_BACKEND=milvus needs pymilvus: pip install '.[cluster]'") from exc
     iterator_log = logging.getLogger("pymilvus.client.iterator.query_iterator")
     if _not_mvcc_notice not in iterator_log.filters:
         iterator_log.addFilter(_not_mvcc_notice)
-    return MilvusClient(uri=settings.milvus_uri, token=settings.milvus_token or "")
+    try:
+        return MilvusClient(uri=settings.milvus_uri, token=settings.milvus_token or "")
+    except Exception as exc:  # pymilvus raises MilvusException or grpc errors; the user needs the address
+        raise VectorBackendError(f"cannot reach Milvus at {settings.milvus_uri}: {exc}") from exc
 
 
 class MilvusVectors:
