@@ -7,10 +7,10 @@ ids and metadata (PostgreSQL in a cluster): a Milvus row is just ``(id = SQL pri
 
 One collection per generation, ``<prefix>_g<time>``, named in the sidecar like an ivf-pq-mmap generation folder:
 a rebuild fills a new one and the sidecar switches to it last, so a crash mid-rebuild leaves the old one serving.
-Bookkeeping reads (counts, ids, duplicates) are ``Strong``: they see every committed insert and delete. Searches
-use ``POLYGLOT_INDEX_MILVUS_CONSISTENCY`` (default ``Session``: this process's own writes, everyone's within a
-time tick; a hit whose SQL row is already gone is dropped by the caller's row look-up). Inserts are durable once acknowledged (Milvus writes them to
-its log before answering), so ``commit`` has nothing to flush.
+Bookkeeping reads (ids, duplicates) are ``Strong``: they see every committed insert and delete. Searches and
+counts use ``POLYGLOT_INDEX_MILVUS_CONSISTENCY`` (default ``Session``: this process's own writes, everyone's
+within a time tick; a hit whose SQL row is already gone is dropped by the caller's row look-up). Inserts are
+durable once acknowledged (Milvus writes them to its log before answering), so ``commit`` has nothing to flush.
 """
 
 from __future__ import annotations
@@ -98,7 +98,14 @@ class MilvusVectors:
     def __len__(self) -> int:
         if not self._exists:
             return 0
-        rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
+        # At the search consistency, not Strong: /search reports the count with every answer, and a Strong read
+        # waits for the next time tick (up to 200 ms); this process's own writes are counted either way.
+        rows = self.client.query(
+            self.collection,
+            filter="",
+            output_fields=["count(*)"],
+            consistency_level=self.settings.milvus_consistency,
+        )
         return int(rows[0]["count(*)"])
 
     def ids(self) -> np.ndarray:
