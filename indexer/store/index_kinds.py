@@ -73,8 +73,8 @@ class VectorIndexSettings(BaseSettings):
     )
     milvus_consistency: Literal["Strong", "Session", "Bounded"] = Field(
         default="Session",
-        description="What a search waits for: Session sees this process's writes (and, within Milvus's time "
-        "tick, everyone's); Strong waits for the next tick (up to 200 ms) to see every write.",
+        description="What searches and counts wait for. Session: this process's own writes (its deletes never "
+        "come back), others' within Milvus's time tick. Strong: every write, waiting for a tick each time.",
     )
     milvus_index: Literal["flat", "hnsw"] = Field(
         default="hnsw", description="Milvus index: flat (exact) or hnsw (ANN, tuned by POLYGLOT_INDEX_HNSW_*)."

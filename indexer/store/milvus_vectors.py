@@ -7,10 +7,14 @@ ids and metadata (PostgreSQL in a cluster): a Milvus row is just ``(id = SQL pri
 
 One collection per generation, ``<prefix>_g<time>``, named in the sidecar like an ivf-pq-mmap generation folder:
 a rebuild fills a new one and the sidecar switches to it last, so a crash mid-rebuild leaves the old one serving.
-Bookkeeping reads (ids, duplicates) are ``Strong``: they see every committed insert and delete. Searches and
-counts use ``POLYGLOT_INDEX_MILVUS_CONSISTENCY`` (default ``Session``: this process's own writes, everyone's
-within a time tick; a hit whose SQL row is already gone is dropped by the caller's row look-up). Inserts are
-durable once acknowledged (Milvus writes them to its log before answering), so ``commit`` has nothing to flush.
+Consistency. A Milvus read sees a write once the query nodes' time tick has passed it; a ``Strong`` read waits
+for the next tick every time (two ticks measured: 400 ms a search with the stock 200 ms tick,
+benchmarks/vector_backends.md). Bookkeeping reads (ids, duplicates) are ``Strong``. Searches and counts use
+``POLYGLOT_INDEX_MILVUS_CONSISTENCY``: ``Session`` (default) waits only for this process's own last insert or
+delete — a guarantee timestamp taken from the clock when it returned — so the ``ImageIndex`` contract holds
+(a search never returns an id this process removed; pymilvus's own Session misses deletes on a 2.3 server) and
+later searches do not wait; other processes' writes show within a tick. Inserts are durable once acknowledged
+(Milvus writes them to its log before answering), so ``commit`` has nothing to flush.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ class MilvusVectors:
         self.settings = settings
         self.kind = f"milvus-{settings.milvus_index}"
         self._dim = dim
+        self._written_at = 1  # hybrid timestamp (ms << 18) after this process's last write: Session reads wait for it
         self._exists = client.has_collection(collection)
         if self._exists:
             self._dim = self._stored_dim()
@@ -98,13 +103,12 @@ class MilvusVectors:
     def __len__(self) -> int:
         if not self._exists:
             return 0
-        # At the search consistency, not Strong: /search reports the count with every answer, and a Strong read
-        # waits for the next time tick (up to 200 ms); this process's own writes are counted either way.
+        # At the search consistency: /search reports the count with every answer, so it waits as searches do.
         rows = self.client.query(
             self.collection,
             filter="",
             output_fields=["count(*)"],
-            consistency_level=self.settings.milvus_consistency,
+            **self._consistency(),
         )
         return int(rows[0]["count(*)"])
 
@@ -161,6 +165,7 @@ class MilvusVectors:
                 for i, v in zip(id_array[start : start + INSERT_ROWS], matrix[start : start + INSERT_ROWS], strict=True)
             ]
             self.client.insert(self.collection, rows)
+        self._mark_written()
 
     def remove(self, ids: Sequence[int] | np.ndarray) -> int:
         """Remove the given ids (unknown ones are ignored); returns how many were removed."""
@@ -168,7 +173,18 @@ class MilvusVectors:
         doomed = id_array[self._present(id_array)]
         for chunk in _chunks(doomed, QUERY_IDS):
             self.client.delete(self.collection, ids=[int(i) for i in chunk])
+        if len(doomed):
+            self._mark_written()
         return len(doomed)
+
+    def _mark_written(self) -> None:
+        self._written_at = int(time.time() * 1000) << 18  # Milvus hybrid timestamps: physical ms, 18 logical bits
+
+    def _consistency(self) -> dict[str, Any]:
+        """The read options of searches and counts (see the module docstring)."""
+        if self.settings.milvus_consistency == "Session":
+            return {"consistency_level": "Customized", "guarantee_timestamp": self._written_at}
+        return {"consistency_level": self.settings.milvus_consistency}
 
     def commit(self) -> None:
         """Nothing to write: Milvus made each insert and delete durable before acknowledging it."""
@@ -200,7 +216,7 @@ class MilvusVectors:
             data=list(matrix),
             limit=limit,
             search_params=params,
-            consistency_level=self.settings.milvus_consistency,
+            **self._consistency(),
         )
         return [SearchResult([int(hit["id"]) for hit in row], [float(hit["distance"]) for hit in row]) for row in hits]
 
