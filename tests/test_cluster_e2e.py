@@ -62,11 +62,11 @@ def test_ray_engine_resumes_and_gives_the_single_machine_vectors(
         raise KeyboardInterrupt  # the driver is stopped right after its first whole shard
 
     monkeypatch.setattr(ShardPlan, "write", write_then_die)
-    options = ("--engine", "ray", "--workers", "2", "--shards", str(shards), "--shard-size", "4")
-    code, output = add(monkeypatch, tmp_path, "ray", *options)
+    options = ("--engine", "ray", "--shards", str(shards), "--shard-size", "4")
+    code, output = add(monkeypatch, tmp_path, "ray", *options, "--workers", "1")
     assert code == 130 and len(list(shards.glob("shard-*.npz"))) == 1, output
     monkeypatch.setattr(ShardPlan, "write", original)
-    code, output = add(monkeypatch, tmp_path, "ray", *options)
+    code, output = add(monkeypatch, tmp_path, "ray", *options, "--workers", "2")
     assert code == 0, output
     assert "ray: embedded 8 photos in 2 shards, 1 resumed" in output and "added 11" in output, output
     assert "failed 1" in output and "broken.jpg" in output
