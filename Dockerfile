@@ -19,7 +19,9 @@ COPY pyproject.toml README.md ./
 COPY app ./app
 COPY indexer ./indexer
 COPY training ./training
-RUN pip install .
+# EXTRAS=cluster adds Ray and the Milvus client (docker compose --profile cluster builds that image).
+ARG EXTRAS=""
+RUN pip install ".${EXTRAS:+[$EXTRAS]}"
 
 FROM python:${PYTHON_VERSION}-slim AS runtime
 RUN apt-get update \

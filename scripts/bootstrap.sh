@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create/refresh the virtual environment at .venv and install the project into it.
 #   scripts/bootstrap.sh          runtime only
-#   scripts/bootstrap.sh dev      runtime + test/lint tools + the optional LASER extra (tested)
+#   scripts/bootstrap.sh dev      runtime + test/lint tools + the optional LASER and cluster extras (tested)
 # torch is installed first, pinned to the local CPU build (a plain `torch` would pull a multi-GB CUDA build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 if [ "$extra" = "dev" ]; then
-  .venv/bin/python -m pip install --quiet -e ".[dev,laser]"
+  .venv/bin/python -m pip install --quiet -e ".[dev,laser,cluster]"
 else
   .venv/bin/python -m pip install --quiet -e .
 fi

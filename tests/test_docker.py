@@ -36,7 +36,7 @@ def compose_config(*files: str, env: dict[str, str]) -> subprocess.CompletedProc
     command = compose_command()
     if command is None:
         pytest.skip("no docker compose client installed")
-    args = [arg for name in files for arg in ("-f", str(ROOT / name))]
+    args = [arg for name in files for arg in ((name,) if name.startswith("--") else ("-f", str(ROOT / name)))]
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("POLYGLOT_", "POSTGRES_"))}
     return subprocess.run(
         [*command, *args, "config"], capture_output=True, text=True, cwd=ROOT, env={**clean, **env}, timeout=60
@@ -98,6 +98,28 @@ def test_compose_fails_loudly_without_secrets(missing: str) -> None:
     assert result.returncode != 0 and f"set {missing}" in result.stderr
 
 
+def test_cluster_profile_adds_milvus_and_ray() -> None:
+    result = compose_config("docker-compose.yml", "--profile=cluster", env=SECRETS)
+    assert result.returncode == 0, result.stderr
+    services = yaml.safe_load(result.stdout)["services"]
+    assert {"milvus", "etcd", "minio", "ray-head", "ray-worker", "ray-indexer", "api", "postgres"} <= set(services)
+    assert services["ray-head"]["command"][:3] == ["ray", "start", "--head"]
+    assert "--address=ray-head:6379" in services["ray-worker"]["command"]
+    assert services["ray-worker"]["build"]["args"]["EXTRAS"] == "cluster"  # Ray is in that image
+    assert services["ray-indexer"]["command"][:7] == [
+        "polyglot",
+        "index",
+        "add",
+        "/images",
+        "--engine",
+        "ray",
+        "--address",
+    ]
+    assert services["api"]["environment"]["POLYGLOT_INDEX_MILVUS_URI"] == "http://milvus:19530"
+    raw = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    assert all(raw[name]["profiles"] == ["cluster"] for name in ("milvus", "etcd", "minio", "ray-head", "ray-worker"))
+
+
 def test_gpu_override() -> None:
     result = compose_config("docker-compose.yml", "docker-compose.gpu.yml", env=SECRETS)
     assert result.returncode == 0, result.stderr
@@ -133,7 +155,7 @@ def test_container_commands_run_outside_docker() -> None:
     polyglot = str(Path(sys.executable).with_name("polyglot"))
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
     commands = [dockerfile_json("CMD"), compose["api"]["command"], compose["indexer"]["command"]]
-    commands.append(compose["models"]["command"])
+    commands += [compose["models"]["command"], compose["ray-indexer"]["command"]]
     for command in commands:
         assert command[0] == "polyglot", command
         options = [arg for arg in command[1:] if arg.startswith("--")]

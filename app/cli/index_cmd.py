@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +18,25 @@ from rich.console import Console
 from rich.table import Table
 
 from indexer.encoders.factory import UnknownEncoderError
-from indexer.image_index import ImageIndex, IndexBusyError, IndexMismatchError, IndexNotFoundError
-from indexer.image_sources import SourceError, expand_sources
+from indexer.image_index import AddReport, ImageIndex, IndexBusyError, IndexMismatchError, IndexNotFoundError
+from indexer.image_sources import SourceError, Sources, expand_sources
 from indexer.indexer_settings import IndexerSettings
+from indexer.store.milvus_vectors import VectorBackendError
 from indexer.store.sidecar import SidecarError
 
 app = typer.Typer(help="Build and maintain the image index.", no_args_is_help=True)
 console = Console(stderr=True)
 out = Console()
 
-USER_ERRORS = (SourceError, IndexMismatchError, IndexNotFoundError, IndexBusyError, UnknownEncoderError, SidecarError)
+USER_ERRORS = (
+    SourceError,
+    IndexMismatchError,
+    IndexNotFoundError,
+    IndexBusyError,
+    UnknownEncoderError,
+    SidecarError,
+    VectorBackendError,
+)
 
 
 def fail(message: str) -> typer.Exit:
@@ -52,10 +62,21 @@ def opened(create: bool = False, rebuild_if_stale: bool = False, progress: bool 
         index.close()
 
 
+class Engine(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
 @app.command("add")
 def add(
     paths: list[Path] = typer.Argument(..., help="Folders (recursive), image files, or CSV/JSONL manifests."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    engine: Engine = typer.Option(Engine.local, help="Embed here (local) or on a Ray cluster (ray)."),
+    address: str | None = typer.Option(None, help="ray: cluster address (auto, ray://host:10001); default local."),
+    workers: int = typer.Option(1, min=1, max=4096, help="ray: encoder actors (each loads the encoder once)."),
+    gpus_per_worker: float = typer.Option(0.0, min=0.0, max=8.0, help="ray: GPUs per actor (0: CPU actors)."),
+    shards: Path | None = typer.Option(None, help="ray: shard folder (resumable); default INDEX_DIR/ray-shards/…"),
+    shard_size: int = typer.Option(1024, min=1, max=1_000_000, help="ray: photos per shard (a killed run redoes one)."),
 ) -> None:
     """Embed and index new or changed images; unchanged ones (same path and content) are skipped."""
     try:
@@ -65,7 +86,11 @@ def add(
     if not sources.paths:
         raise fail("no images found in " + ", ".join(str(p) for p in paths))
     with opened(create=True) as index:
-        report = index.add_paths(sources.paths, sources.metadata, progress=not quiet)
+        if engine is Engine.ray:
+            ray_options = {"workers": workers, "address": address, "gpus_per_worker": gpus_per_worker}
+            report = add_on_ray(index, sources, ray_options | {"shards_dir": shards, "shard_size": shard_size}, quiet)
+        else:
+            report = index.add_paths(sources.paths, sources.metadata, progress=not quiet)
         for path, reason in report.failed[:20]:
             console.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
         if len(report.failed) > 20:
@@ -74,6 +99,23 @@ def add(
             f"added {report.added}, unchanged {report.skipped}, failed {len(report.failed)}; "
             f"the index holds {len(index)} images"
         )
+
+
+def add_on_ray(index: ImageIndex, sources: Sources, options: dict[str, Any], quiet: bool) -> AddReport:
+    """Embed on Ray (indexer/distributed/), then index as usual; Ray's own failures are one line, exit 2."""
+    try:
+        from indexer.distributed.ray_index import add_with_ray
+        from indexer.distributed.shards import ShardRunMismatchError
+    except ImportError as exc:
+        raise fail(f"--engine ray needs Ray: pip install '.[cluster]' ({exc})") from None
+    try:
+        report, run = add_with_ray(index, sources, progress=not quiet, **options)
+    except ShardRunMismatchError as exc:
+        raise fail(str(exc)) from None
+    except ConnectionError as exc:
+        raise fail(f"cannot reach the Ray cluster at {options['address']}: {exc}") from None
+    console.print(f"ray: embedded {run.photos} photos in {run.embedded_shards} shards, {run.resumed_shards} resumed")
+    return report
 
 
 @app.command("remove")

@@ -33,6 +33,19 @@ class Encoder(ABC):
     def loaded(self) -> bool:
         return self._loaded
 
+    def __getstate__(self) -> dict[str, Any]:
+        """An encoder is shipped to distributed workers as its configuration, before ``load()``: each worker
+        loads the weights itself, once (indexer/distributed/ray_embed.py)."""
+        if self._loaded:
+            raise TypeError(f"encoder {self.name!r} is loaded: send it to workers before load()")
+        state = dict(self.__dict__)
+        state.pop("_load_lock")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._load_lock = threading.Lock()
+
     @property
     def cache_name(self) -> str:
         """The features cache's key for this encoder's vectors: the name, unless a backend gives vectors that

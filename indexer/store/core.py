@@ -24,16 +24,17 @@ from indexer.feature_cache import FeatureCache
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, decode_image
 from indexer.indexer_settings import IndexerSettings
-from indexer.store.index_kinds import KINDS, MMAP_KIND, VectorIndexSettings, choose_kind
+from indexer.store import vector_files as vf
+from indexer.store.index_kinds import KINDS, VectorIndexSettings, choose_kind
 from indexer.store.ingest import Item, header_size
 from indexer.store.locks import IndexBusyError, ReadWriteLock, process_lock
 from indexer.store.metadata import ImageRecord, MetadataStore
+from indexer.store.milvus_vectors import MilvusVectors
 from indexer.store.mmap_index import MmapIvfIndex
 from indexer.store.reencode import reencode
 from indexer.store.sidecar import Sidecar
 from indexer.store.uploads import UPLOADS_DIR, remove_orphan_uploads
-from indexer.store.vector_files import FAISS_NAME, AnyVectors, load_vectors, remove_unnamed, vector_files
-from indexer.store.vectors import VectorIndex
+from indexer.store.vector_files import FAISS_NAME, AnyVectors
 
 log = logging.getLogger("indexer.image_index")  # logged under the public class's module
 
@@ -111,13 +112,13 @@ class IndexCore(ABC):
                     self._writer_depth = 0
 
     def _catch_up(self) -> None:
-        """ivf-pq-mmap files change in place: take in what another writing process appended (its rows and
-        deletes), or the new generation its rebuild switched to, before writing after it."""
+        """ivf-pq-mmap files and Milvus collections change in place: take in what another writing process
+        appended (its rows and deletes), or the new generation its rebuild switched to, before writing after it."""
         on_disk = Sidecar.load(self.folder)
-        if on_disk is None or not (isinstance(self._vectors, MmapIvfIndex) or on_disk.index_type == MMAP_KIND):
+        if on_disk is None or not (isinstance(self._vectors, MmapIvfIndex | MilvusVectors) or vf.in_place(on_disk)):
             return  # the other kinds are rewritten whole; reconciling on open covers another process's writes
-        if on_disk.files.get("vectors") != vector_files(self._vectors):
-            fresh = load_vectors(self.folder, on_disk, self.index_settings)
+        if on_disk.files.get("vectors") != vf.vector_files(self._vectors):
+            fresh = vf.load_vectors(self.folder, on_disk, self.index_settings)
             with self._rw.write():
                 self._vectors = fresh
             self.sidecar.index_type, self.sidecar.files = on_disk.index_type, on_disk.files
@@ -201,7 +202,7 @@ class IndexCore(ABC):
     def _add_vectors(self, ids: Sequence[int], matrix: np.ndarray, replaced: Sequence[int] = ()) -> None:
         with self._rw.write():
             if self._vectors is None:
-                self._vectors = VectorIndex.create(matrix.shape[1], "flat", self.index_settings)
+                self._vectors = vf.new_vectors(matrix.shape[1], self.index_settings)
                 self.sidecar.dim = matrix.shape[1]
             if replaced:
                 self._vectors.remove(replaced)
@@ -219,8 +220,8 @@ class IndexCore(ABC):
         """Write the vectors, then the sidecar, both atomically (the sidecar describes the files)."""
         with self._rw.read():
             vectors = self._vectors
-            if isinstance(vectors, MmapIvfIndex):
-                vectors.commit()  # rows are durable as they are added; this only refreshes the codes snapshot
+            if isinstance(vectors, MmapIvfIndex | MilvusVectors):
+                vectors.commit()  # rows are durable as they are added; mmap: this refreshes the codes snapshot
                 data = None
             else:
                 data = vectors.to_bytes() if vectors is not None else None
@@ -230,13 +231,15 @@ class IndexCore(ABC):
             atomic_write_bytes(self.folder / FAISS_NAME, data)
         elif vectors is None:
             (self.folder / FAISS_NAME).unlink(missing_ok=True)
-        changed_files = self.sidecar.index_type != kind or self.sidecar.files.get("vectors") != vector_files(vectors)
+        changed_files = self.sidecar.index_type != kind or self.sidecar.files.get("vectors") != vf.vector_files(vectors)
         self.sidecar.count = count
         self.sidecar.index_type = kind
-        self.sidecar.files["vectors"] = vector_files(vectors)
+        self.sidecar.files["vectors"] = vf.vector_files(vectors)
         self.sidecar.save(self.folder)
         if changed_files:  # a rebuild replaced the vector files: the old set is garbage now
-            remove_unnamed(self.folder, self.sidecar)
+            vf.remove_unnamed(self.folder, self.sidecar)
+            if isinstance(vectors, MilvusVectors):
+                vectors.drop_other_generations()
 
     def _maybe_change_kind(self, progress: bool) -> None:
         """Apply the size rule after growth (never shrink automatically: `rebuild` does that)."""
@@ -254,7 +257,7 @@ class IndexCore(ABC):
             with self._writer():
                 for stale in self.folder.glob(".*.tmp"):  # a writer killed inside an atomic write
                     stale.unlink(missing_ok=True)
-                remove_unnamed(self.folder, self.sidecar)  # a rebuild killed before it switched
+                vf.remove_unnamed(self.folder, self.sidecar)  # a rebuild killed before it switched
                 self._reconcile()
                 remove_orphan_uploads(self.folder / UPLOADS_DIR, self.store)
         except IndexBusyError:

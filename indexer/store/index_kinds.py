@@ -45,16 +45,40 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 MMAP_KIND = "ivf-pq-mmap"
 # Ordered by the size they serve: the auto rule never moves an index down this list by itself.
-KINDS: tuple[str, ...] = ("flat", "pq-refine", "hnsw", "ivf-sq8", MMAP_KIND)
+FAISS_KINDS: tuple[str, ...] = ("flat", "pq-refine", "hnsw", "ivf-sq8", MMAP_KIND)
+# POLYGLOT_INDEX_BACKEND=milvus: the vectors live in a Milvus collection (indexer/store/milvus_vectors.py).
+MILVUS_KINDS: tuple[str, ...] = ("milvus-flat", "milvus-hnsw")
+KINDS: tuple[str, ...] = FAISS_KINDS + MILVUS_KINDS
 # 4-bit codebooks have 16 centroids per sub-quantizer; FAISS's k-means wants >= 39 training points per centroid.
 PQ_MIN_VECTORS = 39 * 16
 HNSW_MAX = 100_000  # measured: above it ivf-pq-mmap has better recall, 1/20 of the RAM, 1/10 of the build time
 
 
 class VectorIndexSettings(BaseSettings):
-    """How the FAISS index is chosen and tuned (env prefix ``POLYGLOT_INDEX_``)."""
+    """Where the vectors live and how their index is chosen and tuned (env prefix ``POLYGLOT_INDEX_``)."""
 
     model_config = SettingsConfigDict(env_prefix="POLYGLOT_INDEX_", env_file=".env", extra="ignore")
+
+    backend: Literal["faiss", "milvus"] = Field(
+        default="faiss",
+        description="faiss: in-process files in the index folder; milvus: a Milvus server or cluster "
+        "(docs/scale.md). Metadata stays in SQL either way.",
+    )
+    milvus_uri: str = Field(default="http://127.0.0.1:19530", description="Milvus server (backend=milvus).")
+    milvus_token: str | None = Field(default=None, description="Milvus credentials 'user:password' or an API key.")
+    milvus_collection: str = Field(
+        default="polyglot_images",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,200}$",
+        description="Collection name prefix; each rebuild writes a new generation <prefix>_g<time>.",
+    )
+    milvus_consistency: Literal["Strong", "Session", "Bounded"] = Field(
+        default="Session",
+        description="What searches and counts wait for. Session: this process's own writes (its deletes never "
+        "come back), others' within Milvus's time tick. Strong: every write, waiting for a tick each time.",
+    )
+    milvus_index: Literal["flat", "hnsw"] = Field(
+        default="hnsw", description="Milvus index: flat (exact) or hnsw (ANN, tuned by POLYGLOT_INDEX_HNSW_*)."
+    )
 
     kind: Literal["auto", "flat", "pq-refine", "hnsw", "ivf-sq8", "ivf-pq-mmap"] = Field(
         default="auto", description="auto applies the size rule; anything else forces that kind."
@@ -93,6 +117,8 @@ class VectorIndexSettings(BaseSettings):
 
 def choose_kind(count: int, settings: VectorIndexSettings) -> str:
     """The index kind for a collection of ``count`` images (see the module docstring)."""
+    if settings.backend == "milvus":  # Milvus builds and tunes its own segments: one kind whatever the size
+        return f"milvus-{settings.milvus_index}"
     if settings.kind != "auto":
         # Codebooks cannot be trained on a handful of vectors: such a collection is scanned in full meanwhile.
         trained = settings.kind in ("pq-refine", MMAP_KIND)
@@ -121,6 +147,10 @@ def bytes_per_vector(kind: str, dim: int, settings: VectorIndexSettings) -> floa
     if kind == MMAP_KIND:
         # 4-bit codes + list id + the row file's id, live flag and sorted look-up (id, row); vectors on disk.
         return dim / settings.mmap_pq_dims / 2 + 8 + 8 + 1 + 16
+    if kind in MILVUS_KINDS:
+        # Held by the Milvus query nodes, not by this process: float32 vector + int64 id (+ HNSW links).
+        links = 4 * 2 * settings.hnsw_m * (1 + 1 / settings.hnsw_m) if kind == "milvus-hnsw" else 0.0
+        return 4 * dim + 8 + links
     raise ValueError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
 
 

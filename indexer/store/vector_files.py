@@ -3,6 +3,10 @@
 * ``flat``, ``pq-refine``, ``hnsw``, ``ivf-sq8``: one FAISS file, ``vectors.faiss``, rewritten atomically.
 * ``ivf-pq-mmap``: a generation folder ``ivf-pq-mmap/g<time>/`` (see mmap_index.py), changed in place by
   appends and replaced as a whole by a rebuild.
+* ``milvus-*`` (``POLYGLOT_INDEX_BACKEND=milvus``): a generation collection on the Milvus server
+  (``milvus:<prefix>_g<time>``, see milvus_vectors.py), replaced as a whole by a rebuild.
+
+The backend is chosen here, in :func:`load_vectors` and :func:`new_vectors`, and nowhere else.
 
 The sidecar (``index.json``: ``index_type`` and ``files.vectors``) says which set is current, and it is written
 last: a rebuild writes a complete new set first, so a crash at any point leaves the sidecar naming the last good
@@ -19,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from indexer.atomic import fsync_dir
-from indexer.store.index_kinds import MMAP_KIND, VectorIndexSettings
+from indexer.store.index_kinds import MILVUS_KINDS, MMAP_KIND, VectorIndexSettings
+from indexer.store.milvus_vectors import FILES_PREFIX, MilvusVectors
 from indexer.store.mmap_index import MmapIvfIndex
 from indexer.store.row_file import RowFile
 from indexer.store.sidecar import Sidecar
@@ -28,11 +33,20 @@ from indexer.store.vectors import VectorIndex
 FAISS_NAME = "vectors.faiss"
 GENERATIONS_DIR = MMAP_KIND
 
-AnyVectors = VectorIndex | MmapIvfIndex
+AnyVectors = VectorIndex | MmapIvfIndex | MilvusVectors
 
 
 def load_vectors(folder: Path, sidecar: Sidecar, settings: VectorIndexSettings) -> AnyVectors | None:
-    """The vectors the sidecar names, or None for an index that holds none yet."""
+    """The vectors the sidecar names, or None for an index that holds none yet. An index whose vectors are on
+    the other backend opens empty there: opening reconciles it with SQL, re-adding every vector from the
+    features cache (that is how an index moves between FAISS and Milvus)."""
+    named = sidecar.files.get("vectors", "")
+    if settings.backend == "milvus":
+        if named.startswith(FILES_PREFIX):
+            return MilvusVectors.open(named, sidecar.dim, settings)
+        return MilvusVectors.new_generation(sidecar.dim, settings)
+    if named.startswith(FILES_PREFIX):
+        return None
     if sidecar.index_type == MMAP_KIND:
         return MmapIvfIndex.open(folder / sidecar.files["vectors"], settings)
     if (folder / FAISS_NAME).exists():
@@ -40,8 +54,17 @@ def load_vectors(folder: Path, sidecar: Sidecar, settings: VectorIndexSettings) 
     return None
 
 
+def new_vectors(dim: int, settings: VectorIndexSettings) -> AnyVectors:
+    """Empty vectors for an index that held none, on the configured backend."""
+    if settings.backend == "milvus":
+        return MilvusVectors.new_generation(dim, settings)
+    return VectorIndex.create(dim, "flat", settings)
+
+
 def vector_files(vectors: AnyVectors | None) -> str:
     """The sidecar's ``files.vectors`` entry for ``vectors`` (relative to the index folder)."""
+    if isinstance(vectors, MilvusVectors):
+        return vectors.files_entry
     if isinstance(vectors, MmapIvfIndex):
         return f"{GENERATIONS_DIR}/{vectors.folder.name}"
     return FAISS_NAME
@@ -50,13 +73,20 @@ def vector_files(vectors: AnyVectors | None) -> str:
 def vector_bytes(folder: Path, vectors: AnyVectors | None) -> int:
     if isinstance(vectors, MmapIvfIndex):
         return vectors.disk_bytes()
+    if isinstance(vectors, MilvusVectors):
+        return 0  # on the Milvus server, not in the index folder
     path = folder / FAISS_NAME
     return path.stat().st_size if path.exists() else 0
 
 
+def in_place(sidecar: Sidecar) -> bool:
+    """Whether the sidecar names vectors changed in place by appends (generations), not rewritten whole."""
+    return sidecar.index_type == MMAP_KIND or sidecar.index_type in MILVUS_KINDS
+
+
 def remove_unnamed(folder: Path, sidecar: Sidecar) -> None:
     """Delete vector sets the sidecar does not name (call with the folder's write lock held)."""
-    named = sidecar.files.get("vectors") if sidecar.index_type == MMAP_KIND else FAISS_NAME
+    named = sidecar.files.get("vectors", FAISS_NAME) if in_place(sidecar) else FAISS_NAME
     generations = folder / GENERATIONS_DIR
     if generations.is_dir():
         for generation in generations.iterdir():

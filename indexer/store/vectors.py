@@ -21,6 +21,7 @@ import numpy as np
 
 from indexer.atomic import atomic_write_bytes
 from indexer.store.index_kinds import (
+    FAISS_KINDS,
     KINDS,
     PQ_MIN_VECTORS,
     VectorIndexSettings,
@@ -92,8 +93,8 @@ class VectorIndex:
         train_vectors: np.ndarray | None = None,
     ) -> VectorIndex:
         """An empty index; ``pq-refine`` and ``ivf-sq8`` are trained on ``train_vectors`` (needed)."""
-        if kind not in KINDS:
-            raise ValueError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
+        if kind not in FAISS_KINDS:
+            raise ValueError(f"unknown FAISS index kind {kind!r}; choose one of {', '.join(FAISS_KINDS)}")
         inner: Any
         if kind == "flat":
             inner = faiss.IndexFlatIP(dim)
