@@ -144,12 +144,11 @@ class CrossLingualCaptions:
             return _identity
         return lambda sentences: bridge.apply(sentences, lang)
 
-    def aligned_pairs(self) -> list[str]:
-        return sorted(f"{a}→{b}" for a, b in self._pairs)
-
     # ------------------------------------------------------------------ search
     def search(self, texts: Sequence[str], lang: str, target: str, k: int) -> tuple[list[list[CaptionHit]], str]:
         """The best ``k`` captions in ``target`` for each query text in ``lang``, and the space's name."""
+        if k < 1:
+            raise CaptionSearchError(f"k must be at least 1, got {k}")
         space = self.space(lang, target)
         if space.encoder is None:
             vectors = self.tower.embed(list(texts), lang)

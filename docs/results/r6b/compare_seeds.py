@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 HUMAN = ["en", "de", "fr", "cs", "pt", "zh", "ar"]
 MT = ["es", "zh", "ja", "ar", "uk"]
@@ -24,8 +25,8 @@ def main() -> None:
     print("| --- |" + " ---: |" * (len(HUMAN) + len(MT) + 1))
     for arg in sys.argv[1:]:
         name, path = arg.split("=", 1)
-        by_source = json.load(open(f"{path}.by-source.json", encoding="utf-8"))
-        overall = json.load(open(f"{path}.json", encoding="utf-8"))
+        by_source = json.loads(Path(f"{path}.by-source.json").read_text(encoding="utf-8"))
+        overall = json.loads(Path(f"{path}.json").read_text(encoding="utf-8"))
         cells = [split(by_source, lang, False) for lang in HUMAN] + [split(by_source, lang, True) for lang in MT]
         text = " | ".join("" if c is None else f"{c:.3f}" for c in cells)
         print(f"| {name} | {text} | {overall['A']:.3f} |")
