@@ -202,3 +202,19 @@ def test_sentence_space_applies_the_towers_language_bridge(tmp_path: Path) -> No
     hits, space = search.search(["un chien court sur la plage"], "fr", "fr", 1)
     assert space == "sentence:fake-text" and hits[0][0].text == "un chien court sur la plage"
     index.close()
+
+
+def test_configured_alignments_are_checked(tmp_path: Path, service_settings: ServiceSettings) -> None:
+    from indexer.query import ModelsError, load_alignments
+
+    embedder = fake_text_embedder()
+    missing = service_settings.model_copy(update={"caption_alignments": [tmp_path / "nowhere"]})
+    with pytest.raises(ModelsError, match="cannot read the caption alignment"):
+        load_alignments(missing, embedder)
+    twice = [write_alignment(tmp_path / "a"), write_alignment(tmp_path / "b", ("fr", "en"))]
+    with pytest.raises(ModelsError, match="two alignments for en/fr"):
+        load_alignments(service_settings.model_copy(update={"caption_alignments": twice}), embedder)
+    found, encoders = load_alignments(service_settings.model_copy(update={"caption_alignments": twice[:1]}), embedder)
+    assert [a.name for a in found] == ["pcca:en-fr"] and encoders["fake-text"] is embedder.encoder
+    # Unset: the shipped alignments, which read mUSE — not loaded with this tower, so none is used.
+    assert load_alignments(service_settings, embedder) == ([], {})

@@ -69,8 +69,8 @@ def load_models(
     image_encoder: ImageEncoder | None = None,
 ) -> Models:
     """Load (blocking: seconds) what ``settings`` configure. ``fast``/``glosses``/``bridge``/``alignments`` = False
-    leave those parts out whatever the settings say (e.g. the caption commands need the main tower alone); ``sentence_cache``
-    routes text encodings through the features cache (evaluation); ``threads`` sets the ONNX/numpy text encoders'
+    leave those parts out whatever the settings say (e.g. the caption commands need the main tower alone);
+    ``sentence_cache`` routes text encodings through the features cache (evaluation); ``threads`` sets the ONNX/numpy text encoders'
     intra-op threads (the service: one per request).
 
     ``text``/``fast_text``/``image_encoder``: ready parts used instead of loading them (tests pass small fakes);
@@ -132,10 +132,11 @@ def load_alignments(
         parts = encoder.parts if isinstance(encoder, HybridTextEncoder) else [encoder]
         loaded.update({part.name: part for part in [*parts, encoder]})
     configured = settings.caption_alignments is not None
+    folders = settings.caption_alignments if settings.caption_alignments is not None else shipped_alignments()
     found: list[CaptionAlignment] = []
     encoders: dict[str, TextEncoder] = {}
     pairs: dict[frozenset[str], str] = {}
-    for folder in settings.caption_alignments if configured else shipped_alignments():  # type: ignore[union-attr]
+    for folder in folders:
         try:
             alignment = CaptionAlignment(folder)
         except AlignmentError as exc:
