@@ -28,6 +28,7 @@ from app.record_cache import RecordCache
 from app.schemas.images import ImageMetadata
 from app.service_settings import ServiceSettings
 from indexer.captions import CaptionIndex
+from indexer.captions.cross_lingual import CrossLingualCaptions
 from indexer.image_index import Hit, ImageIndex
 from indexer.query import Models, QueryPipeline, load_models
 from indexer.query.language import warm_up as warm_up_language_detection
@@ -46,6 +47,7 @@ class Engine:
     captions: CaptionIndex
     limiter: anyio.CapacityLimiter
     records: RecordCache
+    cross_lingual: CrossLingualCaptions
     load_seconds: dict[str, float] = field(default_factory=dict)
     components: dict[str, Any] = field(default_factory=dict)
     # One micro-batcher per lane: ``fast`` (queries the fast tower answers alone) and ``main`` (everything else).
@@ -180,6 +182,10 @@ def assemble(
         "caption_index",
         lambda: CaptionIndex.from_settings(settings, pipeline.models.text),
     )
+    models = pipeline.models
+    cross_lingual = CrossLingualCaptions(
+        captions, models.text, models.alignments, models.alignment_encoders, settings.caption_search_fallback
+    )
     warm_up_language_detection()
     return Engine(
         settings=settings,
@@ -188,5 +194,6 @@ def assemble(
         captions=captions,
         limiter=anyio.CapacityLimiter(settings.thread_pool_size),
         records=RecordCache(images.store, settings.record_cache_seconds),
+        cross_lingual=cross_lingual,
         load_seconds=seconds,
     )

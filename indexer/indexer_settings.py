@@ -96,6 +96,18 @@ class IndexerSettings(BaseSettings):
     lexicon_weight: float = Field(
         default=GLOSS_WEIGHT, ge=0.0, le=1.0, description="The English gloss's share of a query's score (0: ignore it)."
     )
+    # Caption → caption search across languages (GET /captions/search, indexer/captions/cross_lingual.py).
+    caption_alignments: list[Path] | None = Field(
+        default=None,
+        description="Folders of linear caption alignments (`polyglot train --method pcca --langs x,y`; JSON list): "
+        "captions of y found for a query in x (and back) are ranked in the alignment's space. Unset: the shipped "
+        "ones (indexer/assets/align/*, used when the main tower's encoder includes theirs); [] = none.",
+    )
+    caption_search_fallback: Literal["sentence", "tower"] = Field(
+        default="sentence",
+        description="Language pairs without an alignment: 'sentence' ranks the main tower's frozen sentence "
+        "embeddings by cosine, 'tower' the captions' image-space vectors (docs/results.md compares them).",
+    )
     query_cache_size: int = Field(default=1024, ge=0, le=1_000_000, description="Query vectors kept (LRU); 0 = off.")
 
     @property

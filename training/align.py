@@ -24,6 +24,7 @@ from safetensors.numpy import load as load_numpy
 from safetensors.numpy import save as save_numpy
 
 from indexer.atomic import atomic_write_bytes, atomic_write_json
+from indexer.captions.alignment import CONFIG_NAME, WEIGHTS_NAME, save_linear
 from indexer.encoders import create_image_encoder, create_text_encoder
 from training.c2c_eval import c2c_table
 from training.cca import LinearAlignment, fit_cca, fit_pcca, pca
@@ -31,7 +32,6 @@ from training.dcca import VARIANTS, Branch, NoiConfig, NoiTrainer, minibatches
 from training.prepared import PreparedSplit, prepare_split
 
 METHODS = ("raw", "cca", "pcca", *VARIANTS)  # raw: the frozen features themselves, the reference
-CONFIG_NAME, WEIGHTS_NAME = "alignment.json", "alignment.safetensors"
 
 
 @dataclass
@@ -215,16 +215,6 @@ def _table(alignment: FittedAlignment, data: Triplets, x_lang: str, y_lang: str)
 
 
 def save(alignment: FittedAlignment, config: AlignConfig, report: dict[str, Any]) -> None:
-    config.out.mkdir(parents=True, exist_ok=True)
-    if alignment.linear is not None:
-        tensors = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in asdict(alignment.linear).items()}
-    else:
-        assert alignment.deep is not None
-        tensors = {
-            k: v.detach().numpy().copy()
-            for k, v in {**_prefixed(alignment.deep.f, "f."), **_prefixed(alignment.deep.g, "g.")}.items()
-        }
-    atomic_write_bytes(config.out / WEIGHTS_NAME, save_numpy(tensors))
     meta = {
         "method": config.method,
         "langs": list(config.langs),
@@ -234,6 +224,16 @@ def save(alignment: FittedAlignment, config: AlignConfig, report: dict[str, Any]
         "command": config.command,
         "report": report,
     }
+    if alignment.linear is not None:  # the form the service reads (indexer.captions.alignment)
+        save_linear(config.out, alignment.linear, meta)
+        return
+    assert alignment.deep is not None
+    config.out.mkdir(parents=True, exist_ok=True)
+    tensors = {
+        k: v.detach().numpy().copy()
+        for k, v in {**_prefixed(alignment.deep.f, "f."), **_prefixed(alignment.deep.g, "g.")}.items()
+    }
+    atomic_write_bytes(config.out / WEIGHTS_NAME, save_numpy(tensors))
     atomic_write_json(config.out / CONFIG_NAME, meta)
 
 
@@ -248,9 +248,7 @@ class SavedAlignment:
         self.linear: LinearAlignment | None = None
         self.branches: dict[str, Branch] = {}
         if "w" in tensors:
-            self.linear = LinearAlignment(
-                **{k: tensors[k].astype(np.float64) for k in ("mean_x", "mean_y", "w", "v", "correlations")}
-            )
+            self.linear = LinearAlignment.from_tensors(tensors)
             return
         noi = self.meta["noi"]
         for side in ("f", "g"):

@@ -16,9 +16,9 @@ footnote 4). At query time no image is needed: ``F(x) = (x − μ_X) W`` and ``G
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from indexer.captions.alignment import LinearAlignment  # the served form of a fitted alignment
 
 
 def covariance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -49,23 +49,6 @@ def cca_from_covariances(
     root_x, root_y = inverse_sqrt(s_xx, eps), inverse_sqrt(s_yy, eps)
     u, d, qt = np.linalg.svd(root_x @ s_xy @ root_y)
     return root_x @ u[:, :dim], root_y @ qt.T[:, :dim], d[:dim]
-
-
-@dataclass
-class LinearAlignment:
-    """Two linear maps into one L-dimensional space: ``F(x) = (x − mean_x) W``, ``G(y) = (y − mean_y) V``."""
-
-    mean_x: np.ndarray
-    mean_y: np.ndarray
-    w: np.ndarray  # (D_x, L)
-    v: np.ndarray  # (D_y, L)
-    correlations: np.ndarray  # (L,) canonical (or partial canonical) correlations on the training data
-
-    def project_x(self, x: np.ndarray) -> np.ndarray:
-        return ((np.asarray(x, dtype=np.float64) - self.mean_x) @ self.w).astype(np.float32)
-
-    def project_y(self, y: np.ndarray) -> np.ndarray:
-        return ((np.asarray(y, dtype=np.float64) - self.mean_y) @ self.v).astype(np.float32)
 
 
 def fit_cca(x: np.ndarray, y: np.ndarray, dim: int, eps: float = 1e-3) -> LinearAlignment:

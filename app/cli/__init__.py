@@ -6,6 +6,7 @@ import typer
 
 from app.cli import (
     bridge_cmd,
+    caption_search_cmd,
     captions_cmd,
     evaluate_cmd,
     index_cmd,
@@ -36,6 +37,7 @@ def _root(
 
 index_cmd.app.add_typer(captions_cmd.app, name="captions")
 cli.add_typer(index_cmd.app, name="index")
+cli.add_typer(caption_search_cmd.app, name="captions")
 cli.add_typer(models_cmd.app, name="models")
 cli.add_typer(tag_cmd.tags_app, name="tags")
 tag_cmd.register(cli)

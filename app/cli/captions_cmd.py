@@ -30,7 +30,7 @@ def load_embedder(settings: ServiceSettings) -> TextEmbedder:
     """The main text tower the service embeds captions with (the query pipeline's models); a seam for tests."""
     from indexer.query import load_text_tower  # torch: imported when a command needs it, not for --help
 
-    return load_text_tower(settings)
+    return load_text_tower(settings, alignments=False)
 
 
 @contextmanager

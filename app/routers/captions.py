@@ -1,4 +1,5 @@
-"""``POST /captions`` and ``GET /images/{id}/captions``: an image → its best captions, per language."""
+"""``POST /captions`` and ``GET /images/{id}/captions``: an image → its best captions, per language;
+``GET /captions/search``: a text → the captions of another (or the same) language that say the same."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ from fastapi import APIRouter, File, HTTPException, Query, UploadFile, status
 from app.deps import EngineDep
 from app.engine import Engine
 from app.routers.common import FormImageId, ImageId, record_or_404, upload_vector
-from app.schemas.captions import CaptionResult, CaptionsResponse
+from app.schemas.captions import CaptionResult, CaptionSearchResponse, CaptionsResponse
 from app.schemas.search import SCORE_DOC
+from indexer.captions import CaptionHit
+from indexer.captions.cross_lingual import CaptionSearchError
+from indexer.query.language import detect_language
+from indexer.query.query_text import clean_query
 
 router = APIRouter(tags=["captions"])
 
@@ -38,6 +43,20 @@ def _languages(engine: Engine, lang: list[str] | None) -> list[str]:
     return wanted
 
 
+def _results(hits: list[CaptionHit]) -> list[CaptionResult]:
+    return [
+        CaptionResult(
+            id=h.id,
+            text=h.text,
+            score=float(np.clip(h.score, -1.0, 1.0)),
+            rank=rank,
+            image=h.image,
+            source=h.source,
+        )
+        for rank, h in enumerate(hits, start=1)
+    ]
+
+
 async def _answer(
     engine: Engine, vector: np.ndarray, lang: list[str] | None, k: int, image_id: int | None
 ) -> CaptionsResponse:
@@ -45,22 +64,52 @@ async def _answer(
     found = await engine.run(engine.captions.search, vector, langs, k)
     return CaptionsResponse(
         image_id=image_id,
-        captions={
-            code: [
-                CaptionResult(
-                    id=h.id,
-                    text=h.text,
-                    score=float(np.clip(h.score, -1.0, 1.0)),
-                    rank=rank,
-                    image=h.image,
-                    source=h.source,
-                )
-                for rank, h in enumerate(hits, start=1)
-            ]
-            for code, hits in found.items()
-        },
+        captions={code: _results(hits) for code, hits in found.items()},
         available_languages=await engine.run(engine.captions.languages),
     )
+
+
+@router.get(
+    "/captions/search",
+    response_model=CaptionSearchResponse,
+    summary="Captions in another language that say what the query says",
+    description="Text → captions of language `target` in the caption collection, best first (e.g. the English "
+    "captions closest to a German sentence). Pairs with a trained alignment (POLYGLOT_CAPTION_ALIGNMENTS; shipped: "
+    "en↔de, en↔fr) are compared in its space, others in the fallback space (POLYGLOT_CAPTION_SEARCH_FALLBACK); "
+    "`space` in the answer says which. Scores are cosine similarities in that space, in [-1, 1].",
+)
+async def search_captions(
+    engine: EngineDep,
+    q: Annotated[str, Query(min_length=1, max_length=2000, description="The text, in language `lang`.")],
+    target: Annotated[str, Query(min_length=2, max_length=16, description="Language of the captions to rank.")],
+    lang: Annotated[
+        str | None, Query(max_length=16, description="ISO 639-1 code of `q`. Absent: detected and reported.")
+    ] = None,
+    k: CaptionK = 5,
+) -> CaptionSearchResponse:
+    query = clean_query(q)
+    if not query:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            "empty query: q must contain some visible text (not only spaces, zero-width or control characters)",
+        )
+    limit = engine.settings.max_query_chars
+    if len(query) > limit:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"query too long: {len(query)} characters, the limit is {limit}"
+        )
+    code = lang.strip().lower() if lang is not None else detect_language(query)[0]
+    if not code:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, "could not detect the query's language: give lang (e.g. lang=de)"
+        )
+    wanted = target.strip().lower()
+    try:
+        # Embedding the query (and, on first use of a language, its captions) is inference: the thread pool.
+        found, space = await engine.run(engine.cross_lingual.search, [query], code, wanted, k)
+    except CaptionSearchError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    return CaptionSearchResponse(query=query, lang=code, target=wanted, space=space, captions=_results(found[0]))
 
 
 @router.post(

@@ -18,3 +18,15 @@ class CaptionsResponse(BaseModel):
     image_id: int | None = Field(default=None, ge=0, description="The indexed image, when asked by id.")
     captions: dict[str, list[CaptionResult]] = Field(description="Best captions per requested language.")
     available_languages: list[str] = Field(max_length=500, description="Languages of the caption collection.")
+
+
+class CaptionSearchResponse(BaseModel):
+    query: str = Field(max_length=10_000, description="The query as embedded (control characters removed).")
+    lang: str = Field(max_length=16, description="The query's language (given, or detected when absent).")
+    target: str = Field(max_length=16, description="The language of the captions ranked.")
+    space: str = Field(
+        max_length=200,
+        description="Where query and captions were compared: pcca:x-y (an alignment trained for the pair), "
+        "sentence:ENCODER (frozen sentence embeddings) or tower (the image space).",
+    )
+    captions: list[CaptionResult] = Field(max_length=1000, description="Best captions first.")

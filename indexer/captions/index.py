@@ -98,6 +98,11 @@ class CaptionIndex:
         """Languages with captions to search (as loaded or written by this object)."""
         return sorted(self._indexes)
 
+    def vectors(self, lang: str) -> VectorIndex | None:
+        """The language's current vectors (ids = SQL ids). A write swaps in a new object, never edits this one, so
+        its identity tells a reader whether the language changed since it last looked."""
+        return self._indexes.get(lang)
+
     def count(self, lang: str | None = None) -> int:
         return self.store.count(lang)
 

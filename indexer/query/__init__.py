@@ -3,7 +3,16 @@ texts or images into vectors and vectors into hits (:mod:`.pipeline`) — used b
 tagger, ``polyglot evaluate`` and the benchmarks alike, so what is measured is what is served."""
 
 from indexer.query.cache import QueryCache
-from indexer.query.models import Models, ModelsError, load_models, load_text_tower
+from indexer.query.models import Models, ModelsError, load_alignments, load_models, load_text_tower
 from indexer.query.pipeline import QueryPipeline, Route
 
-__all__ = ["Models", "ModelsError", "QueryCache", "QueryPipeline", "Route", "load_models", "load_text_tower"]
+__all__ = [
+    "Models",
+    "ModelsError",
+    "QueryCache",
+    "QueryPipeline",
+    "Route",
+    "load_alignments",
+    "load_models",
+    "load_text_tower",
+]

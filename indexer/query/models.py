@@ -2,7 +2,8 @@
 
 The service's lifespan, the CLI, the tagger, ``polyglot evaluate`` and the benchmarks all call
 :func:`load_models`: the main text tower (with its language bridge), the optional fast tower, the English-gloss
-dictionaries and the image encoder are wired and checked the same way everywhere.
+dictionaries, the caption alignments (with the sentence encoder each reads) and the image encoder are wired and
+checked the same way everywhere.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from indexer.captions.alignment import AlignmentError, CaptionAlignment, shipped_alignments
 from indexer.embedders import TextEmbedder, shipped_tower_path
-from indexer.encoders.base import ImageEncoder
-from indexer.encoders.factory import image_encoder_from_settings
+from indexer.encoders.base import ImageEncoder, TextEncoder
+from indexer.encoders.factory import create_text_encoder, image_encoder_from_settings
+from indexer.encoders.hybrid import HybridTextEncoder
 from indexer.glosses import LexiconTranslator
 from indexer.image_space import ImageSpace
 from indexer.indexer_settings import IndexerSettings
@@ -34,6 +37,9 @@ class Models:
     fast_text: TextEmbedder | None = None  # a cheaper tower in the same image space (POLYGLOT_FAST_TOWER)
     glosses: LexiconTranslator | None = None  # English glosses of queries (POLYGLOT_LEXICONS_DIR)
     tower_names: dict[str, str] = field(default_factory=dict)  # "main"/"fast" → the tower folder's name
+    # Caption alignments (POLYGLOT_CAPTION_ALIGNMENTS) and, per encoder name, the sentence encoder they read.
+    alignments: list[CaptionAlignment] = field(default_factory=list)
+    alignment_encoders: dict[str, TextEncoder] = field(default_factory=dict)
     load_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -55,15 +61,16 @@ def load_models(
     fast: bool = True,
     glosses: bool = True,
     bridge: bool = True,
+    alignments: bool = True,
     sentence_cache: Path | None = None,
     threads: int | None = None,
     text: TextEmbedder | None = None,
     fast_text: TextEmbedder | None = None,
     image_encoder: ImageEncoder | None = None,
 ) -> Models:
-    """Load (blocking: seconds) what ``settings`` configure. ``fast``/``glosses``/``bridge`` = False leave those
-    parts out whatever the settings say (e.g. the caption commands need the main tower alone); ``sentence_cache``
-    routes text encodings through the features cache (evaluation); ``threads`` sets the ONNX/numpy text encoders'
+    """Load (blocking: seconds) what ``settings`` configure. ``fast``/``glosses``/``bridge``/``alignments`` = False
+    leave those parts out whatever the settings say (e.g. the caption commands need the main tower alone);
+    ``sentence_cache`` routes text encodings through the features cache (evaluation); ``threads`` sets the ONNX/numpy text encoders'
     intra-op threads (the service: one per request).
 
     ``text``/``fast_text``/``image_encoder``: ready parts used instead of loading them (tests pass small fakes);
@@ -94,7 +101,75 @@ def load_models(
     image_encoder = image_encoder or image_encoder_from_settings(settings)
     if load_image and not image_encoder.loaded:
         timed(seconds, "image_encoder", image_encoder.load)
-    return Models(text, image_encoder, fast_text, translator, names, seconds)
+    found, encoders = (
+        timed(seconds, "alignments", lambda: load_alignments(settings, text, fast_text, threads))
+        if alignments
+        else ([], {})
+    )
+    return Models(
+        text,
+        image_encoder,
+        fast_text,
+        translator,
+        names,
+        alignments=found,
+        alignment_encoders=encoders,
+        load_seconds=seconds,
+    )
+
+
+def load_alignments(
+    settings: IndexerSettings, text: TextEmbedder, fast_text: TextEmbedder | None = None, threads: int | None = None
+) -> tuple[list[CaptionAlignment], dict[str, TextEncoder]]:
+    """The caption alignments and the sentence encoder of each, reusing a loaded tower's encoder (or a part of
+    the main tower's hybrid) when it is the one an alignment reads. The shipped alignments are used only when
+    such an encoder is loaded anyway; configured ones load their encoder if they must."""
+    loaded: dict[str, TextEncoder] = {}
+    for embedder in (fast_text, text):
+        if embedder is None:
+            continue
+        encoder = embedder.encoder
+        parts = encoder.parts if isinstance(encoder, HybridTextEncoder) else [encoder]
+        loaded.update({part.name: part for part in [*parts, encoder]})
+    configured = settings.caption_alignments is not None
+    folders = settings.caption_alignments if settings.caption_alignments is not None else shipped_alignments()
+    found: list[CaptionAlignment] = []
+    encoders: dict[str, TextEncoder] = {}
+    pairs: dict[frozenset[str], str] = {}
+    for folder in folders:
+        try:
+            alignment = CaptionAlignment(folder)
+        except AlignmentError as exc:
+            raise ModelsError(f"POLYGLOT_CAPTION_ALIGNMENTS: {exc}") from None
+        name = alignment.text_encoder
+        if name not in loaded and not configured:
+            continue
+        pair = frozenset(alignment.langs)
+        if pair in pairs:
+            raise ModelsError(f"POLYGLOT_CAPTION_ALIGNMENTS: two alignments for {'/'.join(sorted(pair))}: {folder}")
+        pairs[pair] = str(folder)
+        if name not in encoders:
+            encoders[name] = loaded.get(name) or _new_encoder(name, settings, threads)
+        if encoders[name].dim and encoders[name].dim != alignment.input_dim:
+            raise ModelsError(
+                f"{folder} maps {alignment.input_dim}-d sentence embeddings; {name} gives {encoders[name].dim}"
+            )
+        found.append(alignment)
+    return found, encoders
+
+
+def _new_encoder(name: str, settings: IndexerSettings, threads: int | None) -> TextEncoder:
+    encoder = create_text_encoder(
+        name,
+        settings.resolved_models_dir,
+        device=settings.device,
+        backend=settings.encoder_backend,
+        e5_precision=settings.e5_precision,
+    )
+    if threads is not None and hasattr(encoder, "threads"):
+        encoder.threads = threads
+    encoder.load()
+    return encoder
 
 
 def _load_text(
