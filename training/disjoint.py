@@ -93,11 +93,10 @@ def train_disjoint(config: TrainConfig, options: DisjointOptions) -> TrainResult
     space = fit_image_space(config.space, np.concatenate([t.image_features for t in trains]), space_from)
     collections = []
     for k, (root, prepared) in enumerate(zip(options.collections, trains, strict=True)):
-        stop = (
-            prepare_split(root, config.dev_split, prepared.languages, image_encoder, text_encoder, config.cache_dir)
-            if config.dev_split and _has_split(root, config.dev_split)
-            else None
-        )
+        stop = None
+        if config.dev_split and _has_split(root, config.dev_split):  # held-out photos vote in their languages
+            held = [lang for lang in prepared.languages if lang in _languages_of(root, config.dev_split)]
+            stop = prepare_split(root, config.dev_split, held, image_encoder, text_encoder, config.cache_dir)
         batches = DistinctImageBatches(
             prepared.caption_image, prepared.caption_lang, config.batch_size, config.seed + k, partners=True
         )

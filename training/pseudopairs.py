@@ -8,8 +8,9 @@ photo, giving the triplet ``<i, c, ĉ>``. Filtering on the similarity of the pai
 ``all`` (none), ``top25`` (keep the 25 % most similar pairs) and ``drop-bottom25`` (drop the 25 % least similar).
 
 The output is a collection folder: the target's photos (symbolic links), ``captions.jsonl`` with the pseudo
-captions (``source`` = ``pseudopair``; with ``with_originals`` also the target's own captions, so that the
-caption–caption task has pairs), ``splits/train.txt``, and ``pseudopairs.json``: the hubness report — the share
+captions (``source`` = ``pseudopair``) and ``splits/<split>.txt``; with ``with_originals`` it is the target
+collection itself (all its captions, photos and splits, e.g. the held-out one) plus the pseudo captions, so that
+the caption–caption task has pairs, and ``pseudopairs.json``: the hubness report — the share
 of source captions used at least once, and the share of pairs whose caption is one of the 150 most used (the
 paper's "top 150 captions cover 23 %").
 """
@@ -29,7 +30,7 @@ from indexer.atomic import atomic_write_json
 from indexer.encoders import create_text_encoder
 from indexer.tower import TextTower
 from training.collections import link_images, write_lines
-from training.data import CaptionDataset, DatasetError, load_dataset
+from training.data import CaptionDataset, DatasetError, load_dataset, read_split
 from training.features import text_embeddings
 
 FILTERS = ("all", "top25", "drop-bottom25")
@@ -100,7 +101,8 @@ def make_pseudopairs(
 
     best, score = match(embed(targets, "target captions"), embed(sources, "source captions"))
     kept = keep_mask(score, keep)
-    rows, seen = [], set()
+    rows: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
     for k in tqdm(np.flatnonzero(kept), desc="pseudo-pairs", unit="pair", leave=False):
         caption, found = targets.captions[k], sources.captions[int(best[k])]
         if (caption.image, found.text) in seen:  # the same caption picked twice for one photo: one row
@@ -108,13 +110,15 @@ def make_pseudopairs(
         seen.add((caption.image, found.text))
         rows.append({"image": caption.image, "lang": found.lang, "text": found.text, "source": "pseudopair",
                      "score": round(float(score[k]), 4), "for": caption.text})  # fmt: skip
-    originals = [
-        {"image": c.image, "lang": c.lang, "text": c.text, "source": c.source} for c in targets.captions
-    ] if with_originals else []  # fmt: skip
     photos = sorted({row["image"] for row in rows})
+    report_photos = len(photos)
+    if with_originals:  # the target collection itself (every split, photo and caption) plus the pseudo captions
+        _copy_collection(targets.root, Path(out))
+        rows = [*_read_rows(targets.root / "captions.jsonl"), *rows]
+        photos = read_split(targets.root, split)
     link_images(Path(out), targets.root, photos)
-    write_lines(Path(out) / "captions.jsonl", [json.dumps(r, ensure_ascii=False) for r in (*originals, *rows)])
-    write_lines(Path(out) / "splits" / "train.txt", photos)
+    write_lines(Path(out) / "captions.jsonl", [json.dumps(r, ensure_ascii=False) for r in rows])
+    write_lines(Path(out) / "splits" / f"{split}.txt", photos)
     report = {
         "tower": str(tower_dir),
         "source": str(source),
@@ -124,11 +128,23 @@ def make_pseudopairs(
         "with_originals": with_originals,
         "target_captions": len(targets.captions),
         "kept_pairs": int(kept.sum()),
-        "rows_written": len(rows),
-        "photos": len(photos),
+        "rows_written": sum(row["source"] == "pseudopair" for row in rows),
+        "photos": report_photos,  # photos that received a pseudo caption
         "score_quantiles": {q: round(float(np.quantile(score, q / 100)), 4) for q in (0, 25, 50, 75, 100)},
         "hubness_all": hubness(best.tolist(), len(sources.captions)),
         "hubness_kept": hubness(best[kept].tolist(), len(sources.captions)),
     }
     atomic_write_json(Path(out) / "pseudopairs.json", report)
     return report
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _copy_collection(source: Path, out: Path) -> None:
+    """The other splits of the target (e.g. its held-out photos, for early stopping), photos linked."""
+    for path in sorted((source / "splits").glob("*.txt")):
+        images = read_split(source, path.stem)
+        link_images(out, source, images)
+        write_lines(out / "splits" / path.name, images)
