@@ -15,7 +15,7 @@ mkdir -p "$R" var/towers/r7 var/eval
 # The fast tower's recipe (round 4, shipped-muse-c2c: mUSE, one hidden block of 1,024, the shipped image space),
 # with the paper's max-violation hinge (α 0.2); early stopping on each collection's held-out 10 % of train photos.
 BASE=(--text-encoder muse --space center-l2 --image-space-from indexer/assets/tower --hidden-dims 1024
-  --dropouts 0.2,0.0 --beta1 0.9 --lr 1e-3 --epochs 60 --patience 6 --threads 1 --margin 0.2)
+  --dropouts 0.2,0.0 --beta1 0.9 --lr 1e-3 --epochs 60 --patience 6 --threads 1) # + --disjoint's --loss vse, margin 0.2
 
 evaluate() { # NAME: dev recalls of var/towers/r7/NAME, per language (zh: the native Flickr8k-CN rows only)
   [ -f "$R/$1.json" ] || nice -n 10 $PG evaluate --data $SRC --split dev --tower "var/towers/r7/$1" \
@@ -87,6 +87,15 @@ D() { # Kádár et al. 2018's artificial 50/50 split: English | German task-2 ha
   train D-disjoint --data $C/en-de/en --data $C/en-de/de
 }
 
-for step in "${@:-collections A B C D}"; do
+E() { # the product's loss (InfoNCE τ 0.03) instead of the hinge: in the disjoint trainer, and the usual recipe
+  train E-disjoint-infonce --data $C/de-pt/de --data $C/de-pt/pt --loss infonce --temperature 0.03
+  if [ ! -f var/towers/r7/E-aligned-recipe/config.json ]; then # polyglot train as before (c2c weight 0.5)
+    nice -n 10 $PG train "${BASE[@]}" --data $C/de+pt/all --dev-split heldout --langs de,pt \
+      --out var/towers/r7/E-aligned-recipe --loss infonce --temperature 0.03 --c2c-weight 0.5
+  fi
+  evaluate E-aligned-recipe
+}
+
+for step in "${@:-collections A B C D E}"; do
   for s in $step; do "$s"; done
 done

@@ -82,6 +82,7 @@ def test_disjoint_training_pseudopairs_and_fine_tuning(toy: Path, tmp_path: Path
     assert code == 0, output
     config = json.loads((tower / "config.json").read_text())
     assert config["languages"] == ["de", "en"] and config["training"]["recipe"]["loss"] == "vse"
+    assert config["training"]["disjoint"]["collections"] == [str(out / "en"), str(out / "de")]
     history = config["training"]["history"]
     assert all(epoch["c2c"] == 0 for epoch in history)  # no photo has two languages: image–caption only
     # A tower trained on disjoint halves still ranks: German dev queries find their photos.

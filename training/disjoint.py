@@ -14,8 +14,9 @@ encoders and image space) instead of starting from scratch.
 from __future__ import annotations
 
 import copy
+import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +171,7 @@ def train_disjoint(config: TrainConfig, options: DisjointOptions) -> TrainResult
     tower.load_state_dict(best[2])
     tower.eval()
     result = TrainResult(tower, best[1], history, time.perf_counter() - started, None, [])
-    save(result, config, space)
+    save(result, config, space, disjoint=json.loads(json.dumps(asdict(options), default=str)))
     return result
 
 

@@ -226,6 +226,7 @@ def save(
     space: ImageSpace,
     bridge: LanguageBridge | None = None,
     distilled: dict[str, Any] | None = None,
+    disjoint: dict[str, Any] | None = None,
 ) -> None:
     recipe = json.loads(json.dumps(asdict(config), default=str))  # paths (also inside the distill options) as text
     for private in ("cache_dir", "models_dir", "out", "command"):
@@ -240,6 +241,8 @@ def save(
     }
     if distilled is not None:
         training["distilled"] = distilled
+    if disjoint is not None:  # the collections and options of `polyglot train --disjoint`
+        training["disjoint"] = disjoint
     if result.dev is not None:
         training["dev"] = result.dev.report
         training["dev_c2c"] = result.dev.c2c
