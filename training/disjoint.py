@@ -13,7 +13,6 @@ encoders and image space) instead of starting from scratch.
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -26,6 +25,7 @@ from tqdm import tqdm
 
 from indexer.encoders import create_image_encoder, create_text_encoder
 from indexer.tower import TextTower
+from training.early_stop import BestEpoch
 from training.evaluate import first_caption_rows
 from training.losses import create_loss
 from training.prepared import PreparedSplit, prepare_split
@@ -143,7 +143,7 @@ def train_disjoint(config: TrainConfig, options: DisjointOptions) -> TrainResult
         return float(sum(_quick_dev_score(tower, config.space, c.stop, rows, im) for c, rows, im in stops if c.stop))
 
     history: list[dict[str, float]] = []
-    best: tuple[float, int, dict[str, Any]] = (-float("inf"), 0, copy.deepcopy(tower.state_dict()))
+    best = BestEpoch(tower, config.patience, "held-out")
     for epoch in range(1, config.epochs + 1):
         tower.train()
         losses: list[float] = []
@@ -163,14 +163,10 @@ def train_disjoint(config: TrainConfig, options: DisjointOptions) -> TrainResult
         value = score()
         history.append({"epoch": epoch, "loss": float(np.mean(losses)), "heldout_rsum": value, **tasks})
         tqdm.write(f"epoch {epoch}: loss {np.mean(losses):.4f}  held-out rsum {value:.3f}  tasks {tasks}")
-        if value > best[0]:
-            best = (value, epoch, copy.deepcopy(tower.state_dict()))
-        elif epoch - best[1] >= config.patience:
-            tqdm.write(f"early stop: no held-out improvement for {config.patience} epochs (best epoch {best[1]})")
+        if best.update(tower, epoch, value):
             break
-    tower.load_state_dict(best[2])
-    tower.eval()
-    result = TrainResult(tower, best[1], history, time.perf_counter() - started, None, [])
+    best.restore(tower)
+    result = TrainResult(tower, best.epoch, history, time.perf_counter() - started, None, [])
     save(result, config, space, disjoint=json.loads(json.dumps(asdict(options), default=str)))
     return result
 
