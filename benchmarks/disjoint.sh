@@ -88,6 +88,7 @@ D() { # Kádár et al. 2018's artificial 50/50 split: English | German task-2 ha
 }
 
 E() { # the product's loss (InfoNCE τ 0.03) instead of the hinge: in the disjoint trainer, and the usual recipe
+  train A-disjoint-s1 --data $C/de-pt/de --data $C/de-pt/pt --seed 1 # the noise of one run: a second seed
   train E-disjoint-infonce --data $C/de-pt/de --data $C/de-pt/pt --loss infonce --temperature 0.03
   if [ ! -f var/towers/r7/E-aligned-recipe/config.json ]; then # polyglot train as before (c2c weight 0.5)
     nice -n 10 $PG train "${BASE[@]}" --data $C/de+pt/all --dev-split heldout --langs de,pt \
@@ -96,6 +97,14 @@ E() { # the product's loss (InfoNCE τ 0.03) instead of the hinge: in the disjoi
   evaluate E-aligned-recipe
 }
 
-for step in "${@:-collections A B C D E}"; do
+F() { # pseudo-pairs on top of the better loss: made by E-disjoint-infonce, fine-tuned with InfoNCE
+  for f in all drop-bottom25; do
+    pseudo E-disjoint-infonce $C/de-pt/de $C/de-pt/pt $f $C/pseudo/F-$f
+    train "F-pseudo-$f-ft" --data $C/de-pt/de --data $C/de-pt/pt --data $C/pseudo/F-$f --loss infonce \
+      --temperature 0.03 --init-from var/towers/r7/E-disjoint-infonce
+  done
+}
+
+for step in "${@:-collections A B C D E F}"; do
   for s in $step; do "$s"; done
 done
