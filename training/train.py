@@ -7,7 +7,6 @@ and training language) decides early stopping; the best epoch's weights are kept
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import time
@@ -25,6 +24,7 @@ from indexer.encoders import create_image_encoder, create_text_encoder
 from indexer.image_space import ImageSpace
 from indexer.tower import TextTower
 from training.distill import DistillOptions, DistillSet
+from training.early_stop import BestEpoch
 from training.evaluate import Evaluation, evaluate_tower, evaluate_vectors, first_caption_rows
 from training.losses import create_loss
 from training.losses.c2c import CaptionCaptionLoss
@@ -160,7 +160,7 @@ def train(config: TrainConfig) -> TrainResult:
     dev_images = space.apply(dev.image_features) if dev is not None else np.zeros((0, 1), dtype=np.float32)
 
     history: list[dict[str, float]] = []
-    best: tuple[float, int, dict[str, Any]] = (-1.0, 0, copy.deepcopy(tower.state_dict()))
+    best = BestEpoch(tower, config.patience)
     for epoch in range(1, config.epochs + 1):
         tower.train()
         losses = []
@@ -183,16 +183,12 @@ def train(config: TrainConfig) -> TrainResult:
         tqdm.write(
             f"epoch {epoch}: loss {np.mean(losses):.4f}  dev rsum {score:.3f} ({', '.join(dev_langs) or 'no dev'})"
         )
-        if score > best[0]:
-            best = (score, epoch, copy.deepcopy(tower.state_dict()))
-        elif epoch - best[1] >= config.patience:
-            tqdm.write(f"early stop: no dev improvement for {config.patience} epochs (best epoch {best[1]})")
+        if best.update(tower, epoch, score):
             break
-    tower.load_state_dict(best[2])
-    tower.eval()
+    best.restore(tower)
     seconds = time.perf_counter() - started
     evaluation = evaluate_tower(tower, dev) if dev is not None else None  # dev captions are already bridged
-    result = TrainResult(tower, best[1], history, seconds, evaluation, unsupported)
+    result = TrainResult(tower, best.epoch, history, seconds, evaluation, unsupported)
     save(result, config, space, bridge, distill.summary() if distill is not None else None)
     return result
 
@@ -226,6 +222,7 @@ def save(
     space: ImageSpace,
     bridge: LanguageBridge | None = None,
     distilled: dict[str, Any] | None = None,
+    disjoint: dict[str, Any] | None = None,
 ) -> None:
     recipe = json.loads(json.dumps(asdict(config), default=str))  # paths (also inside the distill options) as text
     for private in ("cache_dir", "models_dir", "out", "command"):
@@ -240,6 +237,8 @@ def save(
     }
     if distilled is not None:
         training["distilled"] = distilled
+    if disjoint is not None:  # the collections and options of `polyglot train --disjoint`
+        training["disjoint"] = disjoint
     if result.dev is not None:
         training["dev"] = result.dev.report
         training["dev_c2c"] = result.dev.c2c

@@ -8,6 +8,7 @@ from app.cli import (
     bridge_cmd,
     caption_search_cmd,
     captions_cmd,
+    collections_cmd,
     evaluate_cmd,
     index_cmd,
     models_cmd,
@@ -40,6 +41,8 @@ cli.add_typer(index_cmd.app, name="index")
 cli.add_typer(caption_search_cmd.app, name="captions")
 cli.add_typer(models_cmd.app, name="models")
 cli.add_typer(tag_cmd.tags_app, name="tags")
+cli.add_typer(collections_cmd.collections_app, name="collections")
+cli.add_typer(collections_cmd.pseudopairs_app, name="pseudopairs")
 tag_cmd.register(cli)
 train_cmd.register(cli)
 evaluate_cmd.register(cli)

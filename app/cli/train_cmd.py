@@ -43,7 +43,9 @@ def register(cli: typer.Typer) -> None:
     @cli.command("train")
     def train_command(
         ctx: typer.Context,
-        data: Path = typer.Option(..., help="Data set folder (images/, captions.jsonl, splits/*.txt)."),
+        data: list[Path] = typer.Option(
+            ..., help="Data set folder (images/, captions.jsonl, splits/*.txt); repeatable with --disjoint."
+        ),
         out: Path = typer.Option(..., help="Folder for the trained tower (config.json, model.safetensors, README.md)."),
         split: str = typer.Option("train", help="Split to train on."),
         dev_split: str = typer.Option("dev", help="Split for early stopping and the model card; '' for none."),
@@ -127,6 +129,15 @@ def register(cli: typer.Typer) -> None:
         extra_captions: list[Path] = typer.Option(
             [], help="More caption files of the data set's photos (repeatable), e.g. more-langs/f8k-captions.jsonl."
         ),
+        disjoint: bool = typer.Option(
+            False,
+            help="Train on every --data collection (they need not share photos), alternating collections and "
+            "tasks (training/disjoint.py); defaults then: --loss vse, --dev-split heldout, all languages.",
+        ),
+        c2c_prob: float = typer.Option(
+            0.5, min=0.0, max=1.0, help="--disjoint: probability of the caption–caption task where pairs exist."
+        ),
+        init_from: Path | None = typer.Option(None, help="--disjoint: fine-tune this tower instead of a new one."),
     ) -> None:
         """Train the text tower on frozen, cached features; save it with a model card. With --method, train a
         DPCCA-family alignment of two languages instead (training/align.py)."""
@@ -137,14 +148,24 @@ def register(cli: typer.Typer) -> None:
         from training.train import TrainConfig, parse_langs, train
 
         settings = IndexerSettings()
-        check_data(data)
+        for folder in data:
+            check_data(folder)
+        if len(data) > 1 and not disjoint:
+            raise fail("several --data folders need --disjoint")
+        if disjoint:  # the paper's defaults where the user left ours
+            defaults = {
+                p: getattr(ctx.get_parameter_source(p), "name", "") == "DEFAULT" for p in ("loss", "dev_split", "langs")
+            }
+            loss = "vse" if defaults["loss"] else loss
+            dev_split = "heldout" if defaults["dev_split"] else dev_split
+            langs = "" if defaults["langs"] else langs
         if method != "tower":
             if threads or settings.torch_threads:
                 torch.set_num_threads(threads or settings.torch_threads or 1)
             align_options = AlignOptions(method, cca_dim, cca_eps, holdout, time_constant, activation, hidden_layers)
             run_alignment(
                 settings,
-                data,
+                data[0],
                 out,
                 split,
                 dev_split,
@@ -185,11 +206,11 @@ def register(cli: typer.Typer) -> None:
             torch.set_num_threads(threads or settings.torch_threads or 1)
         try:
             config = TrainConfig(
-                data=data,
+                data=data[0],
                 out=out,
                 cache_dir=settings.resolved_cache_dir,
                 models_dir=settings.resolved_models_dir,
-                langs=parse_langs(langs),
+                langs=parse_langs(langs) if langs or not disjoint else [],
                 split=split,
                 captions_per_lang=captions_per_lang,
                 max_images=max_images,
@@ -229,7 +250,12 @@ def register(cli: typer.Typer) -> None:
             )
             if space not in SPACES:
                 raise ValueError(f"unknown training space {space!r}; choose one of: {', '.join(SPACES)}")
-            result = train(config)
+            if disjoint:
+                from training.disjoint import DisjointOptions, train_disjoint
+
+                result = train_disjoint(config, DisjointOptions(list(data), c2c_prob, init_from))
+            else:
+                result = train(config)
         except USER_ERRORS as exc:
             raise fail(str(exc)) from None
         console.print(f"[green]saved[/] {out} (best epoch {result.best_epoch}, {result.seconds:.0f} s)")
