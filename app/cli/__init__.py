@@ -7,6 +7,7 @@ import typer
 from app.cli import (
     bridge_cmd,
     captions_cmd,
+    clc_cmd,
     evaluate_cmd,
     index_cmd,
     models_cmd,
@@ -44,6 +45,7 @@ evaluate_cmd.register(cli)
 search_cmd.register(cli)
 bridge_cmd.register(cli)
 translator_cmd.register(cli)
+clc_cmd.register(cli)
 serve_cmd.register(cli)
 
 
