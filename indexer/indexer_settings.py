@@ -123,7 +123,17 @@ class IndexerSettings(BaseSettings):
         description="Caption collection of the retrieval translator (a captions.jsonl file or a folder with one); "
         "its sentence index is built once under CACHE_DIR/translation.",
     )
-    clc_encoder: str = Field(default="muse", description="Cross-lingual sentence encoder of the retrieval translator.")
+    clc_encoder: str = Field(
+        default="muse",
+        description="Cross-lingual sentence encoder of the retrieval translator (queries and targets outside its "
+        "languages get no translation).",
+    )
+    clc_min_similarity: float = Field(
+        default=-1.0,
+        ge=-1.0,
+        le=1.0,
+        description="The retrieval translator's nearest caption counts as a translation only from this cosine up.",
+    )
     clc_classifier: Path | None = Field(
         default=None, description="CLC-C checkpoint folder (config.json + model.safetensors, polyglot clc fit)."
     )

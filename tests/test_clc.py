@@ -179,6 +179,10 @@ def test_retrieval_translator_builds_once_and_finds_the_nearest_caption(tmp_path
     (index_folder(tmp_path / "cache", corpus, "toy", ["en", "de"]) / SIDECAR).unlink()  # a build cut short
     RetrievalTranslator.open_or_build(corpus, ["en", "de"], embed, "toy", tmp_path / "cache")
     assert calls[-1] == 4
+    limited = again.with_queries(embed, frozenset({"en", "de", "fr"}), min_similarity=0.99)
+    assert limited.translate(["chien rouge", "červený pes"], ["fr", "cs"], "de") == ["rot Hund", None]  # cs unknown
+    assert limited.translate(["chien rouge noir"], ["fr"], "de") == [None]  # nearest caption too far
+    assert again.with_queries(embed, frozenset({"en", "fr"})).translate(["chien rouge"], ["fr"], "de") == [None]
     with pytest.raises(TranslationError, match=r"not a captions\.jsonl"):
         RetrievalTranslator.open_or_build(tmp_path / "nowhere", ["en"], embed, "toy", tmp_path / "cache")
 

@@ -50,7 +50,7 @@ def load_translator(
             sentence_embedder(encoder, settings.resolved_cache_dir),
             encoder.name,
             settings.resolved_cache_dir,
-        ).with_queries(sentence_embedder(encoder, sentence_cache))
+        ).with_queries(sentence_embedder(encoder, sentence_cache), encoder.languages, settings.clc_min_similarity)
     if kind == "mt":
         translator = find_mt_translator()
         if translator is None:

@@ -55,24 +55,36 @@ class RetrievalTranslator:
     ranges: dict[str, tuple[int, int]]  # lang → [start, stop) rows
     embed: Embed
     name: str = "retrieval"
+    # The encoder's languages (None: any): a query in another language, or a target outside them, gets no
+    # translation — mUSE has no Czech, and its nearest "Czech caption" of a query is noise (docs/results.md).
+    supported: frozenset[str] | None = None
+    min_similarity: float = -1.0  # below this cosine the nearest caption is no translation (None)
 
     @property
     def languages(self) -> frozenset[str]:
         return frozenset(self.ranges)
 
-    def with_queries(self, embed: Embed) -> RetrievalTranslator:
+    def with_queries(
+        self, embed: Embed, supported: frozenset[str] | None = None, min_similarity: float = -1.0
+    ) -> RetrievalTranslator:
         """The same index, with queries embedded by ``embed`` (e.g. through the features cache in evaluation)."""
-        return RetrievalTranslator(self.texts, self.vectors, self.ranges, embed, self.name)
+        return RetrievalTranslator(self.texts, self.vectors, self.ranges, embed, self.name, supported, min_similarity)
 
     def translate(self, texts: Sequence[str], sources: Sequence[str | None], target: str) -> list[str | None]:
-        if target not in self.ranges or not texts:
-            return [None] * len(texts)
+        out: list[str | None] = [None] * len(texts)
+        known = self.supported
+        rows = [i for i, lang in enumerate(sources) if known is None or lang is None or lang in known]
+        if target not in self.ranges or (known is not None and target not in known) or not rows:
+            return out
         start, stop = self.ranges[target]
-        queries = unit_rows(np.asarray(self.embed(list(texts)), dtype=np.float32))
-        best = np.empty(len(texts), dtype=np.int64)
-        for lo in range(0, len(texts), 1024):  # bounded score blocks: 1,024 × 110k floats at most
-            best[lo : lo + 1024] = (queries[lo : lo + 1024] @ self.vectors[start:stop].T).argmax(axis=1)
-        return [self.texts[start + int(i)] for i in best]
+        queries = unit_rows(np.asarray(self.embed([texts[i] for i in rows]), dtype=np.float32))
+        for lo in range(0, len(rows), 1024):  # bounded score blocks: 1,024 × 130k floats at most
+            scores = queries[lo : lo + 1024] @ self.vectors[start:stop].T
+            best = scores.argmax(axis=1)
+            for j, i in enumerate(best):
+                if scores[j, i] >= self.min_similarity:
+                    out[rows[lo + j]] = self.texts[start + int(i)]
+        return out
 
     @classmethod
     def open_or_build(
