@@ -87,7 +87,9 @@ def main() -> None:
     results["off"] = timings(pipeline, index, queries, "off")
     print("off", results["off"]["all"], flush=True)
     for name, translator_settings in translators.items():
-        models.translator = load_translator(translator_settings, [models.text.encoder, *([models.fast_text.encoder] if models.fast_text else [])])
+        models.translator = load_translator(
+            translator_settings, [models.text.encoder, *([models.fast_text.encoder] if models.fast_text else [])]
+        )
         models.clc_classifier = None
         results[f"average/{name}"] = timings(pipeline, index, queries, "average")
         print(f"average/{name}", results[f"average/{name}"]["all"], flush=True)

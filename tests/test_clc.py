@@ -72,7 +72,7 @@ def test_classifier_matches_the_torch_mlp_and_round_trips(tmp_path: Path) -> Non
         ClcClassifier.load(tmp_path / "missing")
 
 
-def test_rerank_orders_by_the_classifier_and_shows_the_mean_cosine() -> None:
+def test_rerank_orders_by_the_classifier_and_shows_the_clc_a_score() -> None:
     # A classifier that only trusts slot 2 (the German translation).
     w1 = np.zeros((32, 3), dtype=np.float32)
     w1[0, 2] = 1.0
@@ -85,7 +85,7 @@ def test_rerank_orders_by_the_classifier_and_shows_the_mean_cosine() -> None:
     candidates = np.array([[[1, 0], [0, 1]]], dtype=np.float32)
     ids, scores = rerank(Versions(vectors, present), classifier, [[7, 9]], candidates)
     assert ids == [[9, 7]]  # the German version's favourite first, though the query prefers 7
-    assert scores == [[pytest.approx(0.5), pytest.approx(0.5)]]
+    assert scores == [[pytest.approx(0.5**0.5), pytest.approx(0.5**0.5)]]  # cosine with the unit mean, as CLC-A
 
 
 def test_triplet_loss_is_zero_when_every_positive_wins_by_the_margin() -> None:

@@ -144,3 +144,33 @@ def test_clc_fit_then_evaluate_the_classifier_with_parallel_translations(cli_env
     # Only the parallel (first) caption of each photo and language has translations: 1 of 2 English captions.
     assert report["languages"]["en"]["clc_translated"] == 0.5 and report["languages"]["fr"]["clc_translated"] == 1.0
     assert report["languages"]["fr"]["clc_translations_per_query"] == 2.0  # into en and de
+
+
+def test_search_with_clc_classifier_reranks_through_the_image_index(
+    service_settings: ServiceSettings, photo_paths: list[Path], tmp_path: Path
+) -> None:
+    """A classifier that trusts the query's own score alone must give back the plain ranking (all 8 photos are
+    candidates); the scores shown are CLC-A's."""
+    from indexer.query.clc import ClcClassifier
+
+    w1 = np.zeros((32, 4), dtype=np.float32)
+    w1[0, 0] = 1.0
+    w2 = np.eye(1, 32, dtype=np.float32)
+    ClcClassifier(["en", "de", "fr"], w1, np.ones(32, np.float32), w2, np.zeros(1, np.float32), {}).save(tmp_path / "c")
+    settings = service_settings.model_copy(
+        update={
+            "clc_translator": "gloss",
+            "clc_lexicons_dir": write_lexicons(tmp_path / "lex"),
+            "clc_classifier": tmp_path / "c",
+            "search_batch_size": 1,
+        }
+    )
+    with TestClient(create_app(settings, fake_engine_factory(photo_paths))) as client:
+        query = {"q": "un chien rouge sur la plage", "lang": "fr", "k": 8}
+        plain = client.get("/search", params=query).json()
+        ranked = client.get("/search", params={**query, "clc": "classifier"}).json()
+        average = client.get("/search", params={**query, "clc": "average"}).json()
+    assert ranked["clc"] == "classifier"
+    assert [r["id"] for r in ranked["results"]] == [r["id"] for r in plain["results"]]
+    shown = {r["id"]: r["score"] for r in ranked["results"]}
+    assert shown == pytest.approx({r["id"]: r["score"] for r in average["results"]}, abs=1e-5)

@@ -49,7 +49,7 @@ class SearchResponse(BaseModel):
         default=None,
         max_length=20,
         description="The cross-lingual consistency that ranked the results ('average', 'classifier'); null: off. "
-        "With 'classifier' the order is the classifier's and `score` the mean cosine of the query's versions.",
+        "With 'classifier' the order is the classifier's and `score` the 'average' score.",
     )
     k: int = Field(ge=1, le=1000)
     offset: int = Field(ge=0)

@@ -102,10 +102,11 @@ def rerank(
     versions: Versions, classifier: ClcClassifier, candidate_ids: list[list[int]], candidates: np.ndarray
 ) -> tuple[list[list[int]], list[list[float]]]:
     """CLC-C over each query's candidates ``(n, C, D)`` (rows past a query's own ids are padding): ids best first
-    and, as the user-facing score, their CLC-A cosine (the classifier's output has no fixed scale)."""
+    and, as the user-facing score, their CLC-A score (cosine with the versions' unit mean; the classifier's output
+    has no fixed scale)."""
     slot_scores = versions.scores(candidates)
     combined = classifier(slot_scores)
-    shown = (slot_scores * versions.present[:, None, :]).sum(axis=2) / versions.present.sum(axis=1)[:, None]
+    shown = np.einsum("ncd,nd->nc", candidates, versions.average())  # what clc=average would show
     ids_out, scores_out = [], []
     for row, ids in enumerate(candidate_ids):
         order = np.argsort(-combined[row, : len(ids)], kind="stable")
