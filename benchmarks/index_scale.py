@@ -127,12 +127,8 @@ def measure(folder: Path, kind: str, work: Path, n: int) -> dict[str, Any]:
     after = memory()
     row.update(
         recall_at_10=round(recall(found, truth), 4),
-        p50_ms=pct(warm, 50),
-        p99_ms=pct(warm, 99),
-        p50_ms_2t=pct(two, 50),
-        p99_ms_2t=pct(two, 99),
-        cold_p50_ms=pct(cold, 50),
-        cold_p99_ms=pct(cold, 99),
+        p50_ms=pct(warm, 50), p99_ms=pct(warm, 99), p50_ms_2t=pct(two, 50), p99_ms_2t=pct(two, 99),
+        cold_p50_ms=pct(cold, 50), cold_p99_ms=pct(cold, 99),
         ram_bytes_per_image=round((after["RssAnon"] - before["RssAnon"]) / n, 1),
         page_cache_bytes_per_image=round((after["RssFile"] - before["RssFile"]) / n, 1),
     )
@@ -144,16 +140,8 @@ def measure(folder: Path, kind: str, work: Path, n: int) -> dict[str, Any]:
                 index.settings = settings.model_copy(update={"mmap_rerank": rerank})
                 index.codes.nprobe = nprobe
                 times, hits = latencies(index, queries)
-                sweep.append(
-                    {
-                        "nlist": nlist,
-                        "nprobe": nprobe,
-                        "rerank": rerank,
-                        "p50_ms": pct(times, 50),
-                        "p99_ms": pct(times, 99),
-                        "recall_at_10": round(recall(hits, truth), 4),
-                    }
-                )
+                sweep.append({"nlist": nlist, "nprobe": nprobe, "rerank": rerank, "p50_ms": pct(times, 50),
+                              "p99_ms": pct(times, 99), "recall_at_10": round(recall(hits, truth), 4)})
         row["sweep"] = sweep
         index.settings = settings
         began = time.perf_counter()  # one photo in and out, durable (fsync'ed rows and tombstone), no rebuild
@@ -180,32 +168,13 @@ def run_size(n: int, kinds: list[str], work: Path, real: np.ndarray, model: scal
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         build_s = build(kind, data, folder)
-        command = [
-            sys.executable,
-            __file__,
-            "--measure",
-            str(folder),
-            "--kind",
-            kind,
-            "--n",
-            str(n),
-            "--work",
-            str(work),
-        ]
-        measured = json.loads(
-            subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()[-1]
-        )
+        command = [sys.executable, __file__, "--measure", str(folder), "--kind", kind, "--n", str(n), "--work", str(work)]
+        measured = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
         disk = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         base, settings = variant(kind)
-        run = {
-            "n": n,
-            "kind": kind,
-            "chosen": choose_kind(n, VectorIndexSettings()) == base
-            and settings.mmap_dtype == VectorIndexSettings().mmap_dtype,
-            "build_s": round(build_s, 2),
-            "disk_bytes_per_image": round(disk / n, 1),
-            **measured,
-        }
+        run = {"n": n, "kind": kind, "chosen": choose_kind(n, VectorIndexSettings()) == base and
+               settings.mmap_dtype == VectorIndexSettings().mmap_dtype, "build_s": round(build_s, 2),
+               "disk_bytes_per_image": round(disk / n, 1), **measured}
         print(json.dumps({key: value for key, value in run.items() if key != "sweep"}), flush=True)
         runs.append(run)
         shutil.rmtree(folder, ignore_errors=True)
@@ -217,11 +186,8 @@ def calibration(real: np.ndarray, model: scale_data.GaussianModel, queries: np.n
     """Are the synthetic vectors as hard to search as the real ones? 6,993 of each, the same queries, an inverted
     file of 128 lists probed 4 and 16 deep (exact distances: only the partition is tested)."""
     rng = np.random.default_rng(1)
-    collections = {
-        "real": real,
-        "mixture (used)": model.sample(len(real), rng),
-        "one Gaussian": scale_data.GaussianModel(real).sample(len(real), rng),
-    }
+    collections = {"real": real, "mixture (used)": model.sample(len(real), rng),
+                   "one Gaussian": scale_data.GaussianModel(real).sample(len(real), rng)}
     out: dict[str, Any] = {}
     for name, data in collections.items():
         scores = queries @ data.T
@@ -232,11 +198,9 @@ def calibration(real: np.ndarray, model: scale_data.GaussianModel, queries: np.n
         ivf = faiss.index_factory(data.shape[1], "IVF128,Flat", faiss.METRIC_INNER_PRODUCT)
         ivf.train(data)
         ivf.add(data)
-        row: dict[str, Any] = {
-            "top1_cosine": round(float(top[:, 0].mean()), 4),
-            "top10_cosine": round(float(top[:, 9].mean()), 4),
-            "nn_cosine": round(float(neighbours.max(axis=1).mean()), 4),
-        }
+        row: dict[str, Any] = {"top1_cosine": round(float(top[:, 0].mean()), 4),
+                               "top10_cosine": round(float(top[:, 9].mean()), 4),
+                               "nn_cosine": round(float(neighbours.max(axis=1).mean()), 4)}
         for nprobe in (4, 16):
             ivf.nprobe = nprobe
             found = ivf.search(queries, K)[1]
@@ -249,9 +213,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument(
-        "--kinds", default=f"{MMAP_KIND},{MMAP_KIND}:f16", help="Kinds (ivf-pq-mmap:f16: float16 file)."
-    )
+    parser.add_argument("--kinds", default=f"{MMAP_KIND},{MMAP_KIND}:f16", help="Kinds (ivf-pq-mmap:f16: float16 file).")
     parser.add_argument(
         "--in-ram-max", type=int, default=100_000, help="Kinds that keep float vectors in RAM: only up to this size."
     )
@@ -276,10 +238,7 @@ def main() -> None:
     model = scale_data.MixtureModel(real)
     report: dict[str, Any] = {
         "command": " ".join([".venv/bin/python", "benchmarks/index_scale.py", *sys.argv[1:]]),
-        "real_images": len(real),
-        "dim": int(real.shape[1]),
-        "queries": len(queries),
-        "k": K,
+        "real_images": len(real), "dim": int(real.shape[1]), "queries": len(queries), "k": K,
         "settings": VectorIndexSettings().model_dump(),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_avg_start": os.getloadavg()[0]},
         "runs": [],

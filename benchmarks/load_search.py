@@ -294,9 +294,7 @@ def main() -> None:
             own = queries(args.max_requests, langs=(lang,))
             per_lang[lang] = []
             for clients in levels:
-                runs = [
-                    level(clients, own, args.seconds, args.max_requests, "/search") for _ in range(args.lang_repeat)
-                ]
+                runs = [level(clients, own, args.seconds, args.max_requests, "/search") for _ in range(args.lang_repeat)]
                 print(lang, json.dumps(runs[-1]), flush=True)
                 per_lang[lang].append(median_run(runs))
         # Reference: the same HTTP stack and client with no work behind it (what the machine costs per request).

@@ -83,12 +83,7 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
     _panel(draw, 0, latency, "Single-query search latency (1 thread)", "ms", (0, max(5.0, math.ceil(top))), [])
     low = min(value for points in recall.values() for _, value in points)
     _panel(
-        draw,
-        WIDTH,
-        recall,
-        "Recall@10 against exact search",
-        "recall@10",
-        (min(0.9, math.floor(low * 20) / 20), 1.0),
+        draw, WIDTH, recall, "Recall@10 against exact search", "recall@10", (min(0.9, math.floor(low * 20) / 20), 1.0),
         [(0.95, "target 0.95")],
     )
     image.save(path)

@@ -40,14 +40,8 @@ def markdown(report: dict[str, Any]) -> str:
         )
     writes = [r for r in report["runs"] if "add_one_ms" in r]
     if writes:
-        lines += [
-            "",
-            "One photo added (rows appended + fsync, codes encoded) and deleted (tombstone + fsync), no rebuild:",
-            "",
-        ]
-        lines += [
-            f"- {r['n']:,} `{r['kind']}`: add {r['add_one_ms']} ms, delete {r['delete_one_ms']} ms" for r in writes
-        ]
+        lines += ["", "One photo added (rows appended + fsync, codes encoded) and deleted (tombstone + fsync), no rebuild:", ""]
+        lines += [f"- {r['n']:,} `{r['kind']}`: add {r['add_one_ms']} ms, delete {r['delete_one_ms']} ms" for r in writes]
         lines += [""]
     sweeps = [r for r in report["runs"] if r.get("sweep")]
     if sweeps:

@@ -50,19 +50,8 @@ def insert_rows(url: str, n: int) -> float:
             connection.execute(text("PRAGMA synchronous=OFF"))  # a bulk load: one commit at the end
         for start in range(1, n + 1, BATCH):
             rows = [
-                {
-                    "id": i,
-                    "path": f"/photos/scale/{i:08d}.jpg",
-                    "sha256": f"{i:064x}",
-                    "width": 224,
-                    "height": 224,
-                    "bytes": 24_000,
-                    "added_at": now,
-                    "title": None,
-                    "caption": None,
-                    "tags": [],
-                    "extra": {},
-                }
+                {"id": i, "path": f"/photos/scale/{i:08d}.jpg", "sha256": f"{i:064x}", "width": 224, "height": 224,
+                 "bytes": 24_000, "added_at": now, "title": None, "caption": None, "tags": [], "extra": {}}
                 for i in range(start, min(n, start + BATCH - 1) + 1)
             ]
             connection.execute(insert(ImageRow.__table__), rows)

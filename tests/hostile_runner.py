@@ -146,14 +146,8 @@ def run_cli(folder: Path, work: Path) -> dict[str, Any]:
 
 
 def _row(image: str, path: str, status: int, seconds: float, text: str) -> dict[str, Any]:
-    return {
-        "image": image,
-        "path": path,
-        "status": status,
-        "seconds": round(seconds, 3),
-        "peak_rss_mb": round(peak_rss_mb(), 1),
-        "text": text,
-    }
+    return {"image": image, "path": path, "status": status, "seconds": round(seconds, 3),
+            "peak_rss_mb": round(peak_rss_mb(), 1), "text": text}
 
 
 def main(argv: list[str] | None = None) -> None:

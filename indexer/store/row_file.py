@@ -163,10 +163,7 @@ class RowFile:
             sorted_ids, rows = self._sorted
             if (len(sorted_ids) == 0 or new_ids.min() > sorted_ids[-1]) and np.all(np.diff(new_ids) > 0):
                 # The usual case (SQL ids grow): extend the look-up instead of sorting a million ids again.
-                self._sorted = (
-                    np.concatenate([sorted_ids, new_ids]),
-                    np.concatenate([rows, first + np.arange(len(new_ids))]),
-                )
+                self._sorted = (np.concatenate([sorted_ids, new_ids]), np.concatenate([rows, first + np.arange(len(new_ids))]))
             else:
                 self._sorted = None
         self.row_ids = np.concatenate([self.row_ids, new_ids])

@@ -1,6 +1,6 @@
 """Served dev t2i R@10 per language from the issue-13 evaluation JSONs (docs/results/issue13/*.json).
 
-.venv/bin/python docs/results/issue13/compare.py
+    .venv/bin/python docs/results/issue13/compare.py
 """
 
 from __future__ import annotations
