@@ -31,12 +31,13 @@ from indexer.captions import CaptionIndex
 from indexer.captions.cross_lingual import CrossLingualCaptions
 from indexer.image_index import Hit, ImageIndex
 from indexer.query import Models, QueryPipeline, load_models
+from indexer.query.clc import ClcMode
 from indexer.query.language import warm_up as warm_up_language_detection
 from indexer.query.models import timed
 
 _worker_state = threading.local()
 T = TypeVar("T")
-SearchItem = tuple[str, str | None, int, Callable[[list[Hit]], Any]]
+SearchItem = tuple[str, str | None, int, ClcMode, Callable[[list[Hit]], Any]]
 
 
 @dataclass
@@ -57,12 +58,14 @@ class Engine:
     def models(self) -> Models:
         return self.pipeline.models
 
-    def lane(self, lang: str | None) -> str:
+    def lane(self, lang: str | None, clc: ClcMode = "off") -> str:
         """The batcher a query waits in. Fast-route queries get their own so a batch of them never waits for
         the main tower's e5-small (measured under a mixed load: a Czech query in the batch made every English
-        query in it pay for e5); queries without ``lang`` may be detected as a main-route language, so they go
-        to the main lane."""
-        if lang is not None and "fast" in self.text_batchers and self.pipeline.route(lang) == "fast":
+        query in it pay for e5); queries without ``lang`` may be detected as a main-route language, and CLC
+        queries' translations may take the main tower, so they go to the main lane."""
+        if clc != "off" or lang is None or "fast" not in self.text_batchers:
+            return "main"
+        if self.pipeline.route(lang) == "fast":
             return "fast"
         return "main"
 
@@ -109,19 +112,25 @@ class Engine:
             _worker_state.omp_threads = threads
 
     def search_and_finish(self, items: Sequence[SearchItem]) -> list[Any]:
-        """One pipeline search for a batch, then each item's ``finish(hits)`` in the same worker thread: a
-        request's page (metadata, response objects) is built without a second hop through the thread pool."""
-        hits = self.pipeline.search_texts(self.images, [(text, lang, depth) for text, lang, depth, _ in items])
+        """One pipeline search per CLC mode of a batch, then each item's ``finish(hits)`` in the same worker thread:
+        a request's page (metadata, response objects) is built without a second hop through the thread pool."""
+        hits: list[list[Hit]] = [[] for _ in items]
+        for mode in dict.fromkeys(item[3] for item in items):
+            rows = [i for i, item in enumerate(items) if item[3] == mode]
+            found = self.pipeline.search_texts(self.images, [items[i][:3] for i in rows], clc=mode)
+            for i, row in zip(rows, found, strict=True):
+                hits[i] = row
         return [finish(row) for row, (*_, finish) in zip(hits, items, strict=True)]
 
     async def search_text(
-        self, text: str, lang: str | None, depth: int, finish: Callable[[list[Hit]], T]
+        self, text: str, lang: str | None, depth: int, finish: Callable[[list[Hit]], T], clc: ClcMode = "off"
     ) -> tuple[T, str]:
         """``finish(hits)`` of the best ``depth`` hits for a text query in ``lang`` (micro-batched with concurrent
-        queries when enabled; ``finish`` runs in the worker thread), and the text encoder(s) that embedded it."""
-        item: SearchItem = (text, lang, depth, finish)
+        queries when enabled; ``finish`` runs in the worker thread), and the text encoder(s) that embedded it.
+        ``clc``: cross-lingual consistency (checked by the caller with ``pipeline.check_clc``)."""
+        item: SearchItem = (text, lang, depth, clc, finish)
         if self.text_batchers:
-            answer = await self.text_batchers[self.lane(lang)].submit(item)
+            answer = await self.text_batchers[self.lane(lang, clc)].submit(item)
         else:
             answer = (await self.run(self.search_and_finish, [item]))[0]
         return answer, self.pipeline.encoder_names(self.pipeline.route(lang))

@@ -156,6 +156,13 @@ class ImageIndex(IndexCore):
         with self._rw.read():
             return self._vectors.reconstruct(id) if self._vectors is not None else None
 
+    def vectors(self, ids: Sequence[int]) -> np.ndarray:
+        """Stored vectors of indexed ids, in order (CLC-C re-ranks search candidates by their exact scores)."""
+        with self._rw.read():
+            if self._vectors is None:
+                raise KeyError("the index holds no vectors")
+            return self._vectors.reconstruct_many(ids)
+
     def raw_features(self, id: int) -> np.ndarray | None:
         record = self.store.get(id)
         if record is None:

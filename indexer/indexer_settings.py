@@ -108,6 +108,50 @@ class IndexerSettings(BaseSettings):
         description="Language pairs without an alignment: 'sentence' ranks the main tower's frozen sentence "
         "embeddings by cosine, 'tower' the captions' image-space vectors (docs/results.md compares them).",
     )
+    # Cross-lingual consistency (indexer/query/clc.py, docs/results.md "Issue 15"): queries also scored by their
+    # translations. Off unless asked per request (/search?clc=) or here.
+    clc: Literal["off", "average", "classifier"] = Field(
+        default="off",
+        description="Cross-lingual consistency for /search queries that do not ask: 'off', 'average' (CLC-A: the "
+        "mean score of the query and its translations) or 'classifier' (CLC-C: POLYGLOT_CLC_CLASSIFIER).",
+    )
+    clc_languages: list[str] = Field(
+        default_factory=lambda: ["en", "de", "fr", "cs"],
+        min_length=1,
+        max_length=20,
+        description='Languages a query is translated into for CLC (JSON list, e.g. ["en","de"]).',
+    )
+    clc_translator: Literal["gloss", "retrieval", "mt"] | None = Field(
+        default=None,
+        description="How queries are translated for CLC: 'gloss' (MUSE dictionaries, into English only), "
+        "'retrieval' (nearest caption of POLYGLOT_CLC_CORPUS in the target language), 'mt' (argostranslate, when "
+        "installed). Unset: CLC unavailable.",
+    )
+    clc_lexicons_dir: Path | None = Field(
+        default=None, description="Dictionaries of the gloss translator (en-XX.tsv); default POLYGLOT_LEXICONS_DIR."
+    )
+    clc_corpus: Path | None = Field(
+        default=None,
+        description="Caption collection of the retrieval translator (a captions.jsonl file or a folder with one); "
+        "its sentence index is built once under CACHE_DIR/translation.",
+    )
+    clc_encoder: str = Field(
+        default="muse",
+        description="Cross-lingual sentence encoder of the retrieval translator (queries and targets outside its "
+        "languages get no translation).",
+    )
+    clc_min_similarity: float = Field(
+        default=-1.0,
+        ge=-1.0,
+        le=1.0,
+        description="The retrieval translator's nearest caption counts as a translation only from this cosine up.",
+    )
+    clc_classifier: Path | None = Field(
+        default=None, description="CLC-C checkpoint folder (config.json + model.safetensors, polyglot clc fit)."
+    )
+    clc_candidates: int = Field(
+        default=100, ge=1, le=10_000, description="Images CLC-C re-ranks (the CLC-A search's best)."
+    )
     query_cache_size: int = Field(default=1024, ge=0, le=1_000_000, description="Query vectors kept (LRU); 0 = off.")
 
     @property

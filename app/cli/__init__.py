@@ -8,6 +8,7 @@ from app.cli import (
     bridge_cmd,
     caption_search_cmd,
     captions_cmd,
+    clc_cmd,
     collections_cmd,
     evaluate_cmd,
     index_cmd,
@@ -49,6 +50,7 @@ evaluate_cmd.register(cli)
 search_cmd.register(cli)
 bridge_cmd.register(cli)
 translator_cmd.register(cli)
+clc_cmd.register(cli)
 serve_cmd.register(cli)
 
 

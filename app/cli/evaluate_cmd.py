@@ -92,6 +92,52 @@ def served_settings(
     return settings.model_copy(update=update)
 
 
+def check_clc_options(clc: str, translator: str | None) -> None:
+    from indexer.query.clc import CLC_MODES
+
+    if clc not in CLC_MODES:
+        raise fail(f"unknown --clc {clc!r}; choose one of: {', '.join(CLC_MODES)}")
+    if translator is not None and translator not in TRANSLATOR_CHOICES:
+        raise fail(f"unknown --translator {translator!r}; choose one of: {', '.join(TRANSLATOR_CHOICES)}")
+
+
+def clc_settings(
+    settings: IndexerSettings,
+    translator: str | None,
+    lexicons: Path | None,
+    corpus: Path | None,
+    classifier: Path | None,
+) -> IndexerSettings:
+    """CLC's translator options as settings (parallel is no setting: it is built from the evaluated split)."""
+    update: dict[str, Any] = {}
+    if translator is not None:
+        update["clc_translator"] = None if translator == "parallel" else translator
+    if translator == "gloss" and lexicons is not None:
+        update["clc_lexicons_dir"] = lexicons
+    if corpus is not None:
+        update["clc_corpus"] = corpus
+    if classifier is not None:
+        update["clc_classifier"] = classifier
+    return settings.model_copy(update=update)
+
+
+def check_corpus(settings: IndexerSettings, split: Any) -> None:
+    """A retrieval corpus holding the evaluated photos' captions would "translate" a query into its own photo's
+    parallel caption: refuse it (m30k-text shares no photo with m30k-f8k)."""
+    from indexer.caption_records import iter_captions
+    from indexer.translation.retrieval import corpus_file
+
+    if settings.clc_translator != "retrieval" or settings.clc_corpus is None:
+        return
+    pool = set(split.images)
+    shared = next((c.image for c in iter_captions(corpus_file(settings.clc_corpus)) if c.image in pool), None)
+    if shared is not None:
+        raise ValueError(f"the translation corpus has captions of evaluated photos (e.g. {shared}): use another")
+
+
+TRANSLATOR_CHOICES = ("gloss", "retrieval", "mt", "parallel")
+
+
 def register(cli: typer.Typer) -> None:
     @cli.command("evaluate")
     def evaluate_command(
@@ -125,17 +171,34 @@ def register(cli: typer.Typer) -> None:
             None, min=0.0, max=1.0, help="The gloss's share of the score (POLYGLOT_LEXICON_WEIGHT)."
         ),
         no_glosses: bool = typer.Option(False, help="Leave glosses out even if POLYGLOT_LEXICONS_DIR is set."),
+        clc: str = typer.Option(
+            "off", help="Cross-lingual consistency of the text→image ranking: off, average (CLC-A), classifier (CLC-C)."
+        ),
+        translator: str | None = typer.Option(
+            None,
+            help="CLC's query translator: gloss (--lexicons are then its dictionaries, not served glosses), "
+            "retrieval (--translation-corpus), mt, or parallel (the split's parallel captions as perfect "
+            "translations). Default: POLYGLOT_CLC_TRANSLATOR.",
+        ),
+        translation_corpus: Path | None = typer.Option(
+            None,
+            help="Caption collection of the retrieval translator (POLYGLOT_CLC_CORPUS), e.g. ../shared/data/m30k-text.",
+        ),
+        clc_classifier: Path | None = typer.Option(None, help="CLC-C checkpoint (POLYGLOT_CLC_CLASSIFIER)."),
     ) -> None:
         """Text→image and image→text Recall@1/5/10 per language, as /search serves them, plus caption→caption R@1."""
         from indexer.atomic import atomic_write_json
         from indexer.encoders import create_image_encoder, create_text_encoder
         from indexer.query import QueryCache, QueryPipeline, load_models
+        from indexer.query.models import load_clc
+        from training.clc_fit import parallel_translator
         from training.evaluate import evaluate_label_bridge
         from training.prepared import prepare_split
         from training.served_eval import evaluate_served
 
         settings = IndexerSettings()
         check_data(data)
+        check_clc_options(clc, translator)
         if baseline not in (None, "label-bridge"):
             raise fail(f"unknown baseline {baseline!r}; the only baseline is label-bridge")
         try:
@@ -148,15 +211,22 @@ def register(cli: typer.Typer) -> None:
                 title = f"label bridge {text.name} × {image.name} on {split}"
             else:
                 encoders = {"text": text_encoder, "image": image_encoder}
+                glosses = None if clc != "off" and translator == "gloss" else lexicons  # the translator's, then
                 served = served_settings(
-                    settings, tower, ensemble_with, ensemble_weight, lexicons, lexicon_weight, no_glosses, encoders
+                    settings, tower, ensemble_with, ensemble_weight, glosses, lexicon_weight, no_glosses, encoders
                 )
-                models = load_models(served, bridge=not no_bridge, sentence_cache=cache)
+                served = clc_settings(served, translator, lexicons, translation_corpus, clc_classifier)
+                models = load_models(served, bridge=not no_bridge, sentence_cache=cache, clc=False)
                 prepared = prepare_split(
                     data, split, None, models.image_encoder, None, cache, extra_captions=extra_captions
                 )
+                if clc != "off":
+                    check_corpus(served, prepared)
+                    parallel = parallel_translator(prepared) if translator == "parallel" else None
+                    load_clc(models, served, parallel, cache, models.load_seconds)
                 pipeline = QueryPipeline(models, served, QueryCache(0))  # every caption is a new query
-                evaluation = evaluate_served(pipeline, prepared, served.vector_index)
+                pipeline.check_clc(clc)  # type: ignore[arg-type]
+                evaluation = evaluate_served(pipeline, prepared, served.vector_index, clc=clc)  # type: ignore[arg-type]
                 title = f"{'tower ' + str(tower) if tower else 'served configuration'} on {split}"
         except USER_ERRORS as exc:  # LexiconError and ModelsError are ValueErrors
             raise fail(str(exc)) from None

@@ -13,6 +13,7 @@ from app.language_names import language_names
 from app.routers.common import FormImageId, image_url, record_or_404, thumbnail_url, upload_vector
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
 from indexer.image_index import Hit
+from indexer.query.clc import ClcError, ClcMode
 from indexer.query.language import detect_language
 from indexer.query.query_text import clean_query
 
@@ -111,8 +112,19 @@ async def search_text(
     k: KParam = 20,
     offset: OffsetParam = 0,
     min_score: MinScoreParam = None,
+    clc: Annotated[
+        ClcMode | None,
+        Query(
+            description="Cross-lingual consistency: also score the query's translations into POLYGLOT_CLC_LANGUAGES "
+            "and combine — 'average' (CLC-A) or 'classifier' (CLC-C); 'off'. Absent: POLYGLOT_CLC (default off)."
+        ),
+    ] = None,
 ) -> SearchResponse:
     check_page(engine, k, offset)
+    try:
+        mode = engine.pipeline.check_clc(clc)
+    except ClcError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     query = clean_query(q)
     if not query:
         raise HTTPException(
@@ -129,12 +141,13 @@ async def search_text(
     language = _language(engine, query, lang)
     language.gloss = engine.pipeline.gloss(query, language.used)  # dictionary lookups: microseconds
     (results, next_offset, total), text_encoder = await engine.search_text(
-        query, language.used, offset + k, lambda ranked: _page(engine, ranked, k, offset, min_score)
+        query, language.used, offset + k, lambda ranked: _page(engine, ranked, k, offset, min_score), mode
     )
     return SearchResponse(
         query=query,
         language=language,
         text_encoder=text_encoder,
+        clc=mode if mode != "off" else None,
         k=k,
         offset=offset,
         min_score=min_score,

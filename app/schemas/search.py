@@ -45,6 +45,12 @@ class SearchResponse(BaseModel):
     text_encoder: str | None = Field(
         default=None, max_length=200, description="The sentence encoder whose tower embedded the query."
     )
+    clc: str | None = Field(
+        default=None,
+        max_length=20,
+        description="The cross-lingual consistency that ranked the results ('average', 'classifier'); null: off. "
+        "With 'classifier' the order is the classifier's and `score` the 'average' score.",
+    )
     k: int = Field(ge=1, le=1000)
     offset: int = Field(ge=0)
     min_score: float | None = Field(default=None, ge=-1, le=1)

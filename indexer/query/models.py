@@ -22,6 +22,8 @@ from indexer.encoders.hybrid import HybridTextEncoder
 from indexer.glosses import LexiconTranslator
 from indexer.image_space import ImageSpace
 from indexer.indexer_settings import IndexerSettings
+from indexer.query.clc import ClcClassifier
+from indexer.translation.base import QueryTranslator
 
 T = TypeVar("T")
 
@@ -36,6 +38,8 @@ class Models:
     image_encoder: ImageEncoder  # the frozen CNN (loaded on first use unless load_models(load_image=True))
     fast_text: TextEmbedder | None = None  # a cheaper tower in the same image space (POLYGLOT_FAST_TOWER)
     glosses: LexiconTranslator | None = None  # English glosses of queries (POLYGLOT_LEXICONS_DIR)
+    translator: QueryTranslator | None = None  # CLC's query translator (POLYGLOT_CLC_TRANSLATOR)
+    clc_classifier: ClcClassifier | None = None  # CLC-C's MLP (POLYGLOT_CLC_CLASSIFIER)
     tower_names: dict[str, str] = field(default_factory=dict)  # "main"/"fast" → the tower folder's name
     # Caption alignments (POLYGLOT_CAPTION_ALIGNMENTS) and, per encoder name, the sentence encoder they read.
     alignments: list[CaptionAlignment] = field(default_factory=list)
@@ -67,6 +71,8 @@ def load_models(
     text: TextEmbedder | None = None,
     fast_text: TextEmbedder | None = None,
     image_encoder: ImageEncoder | None = None,
+    translator: QueryTranslator | None = None,
+    clc: bool = True,
 ) -> Models:
     """Load (blocking: seconds) what ``settings`` configure. ``fast``/``glosses``/``bridge``/``alignments`` = False
     leave those parts out whatever the settings say (e.g. the caption commands need the main tower alone);
@@ -74,7 +80,9 @@ def load_models(
     intra-op threads (the service: one per request).
 
     ``text``/``fast_text``/``image_encoder``: ready parts used instead of loading them (tests pass small fakes);
-    a given main tower takes no fast tower from the settings, only the ``fast_text`` given with it."""
+    a given main tower takes no fast tower from the settings, only the ``fast_text`` given with it.
+    ``translator``: CLC's translator instead of POLYGLOT_CLC_TRANSLATOR's (evaluation's parallel captions);
+    ``clc`` = False leaves the CLC translator and classifier out."""
     seconds: dict[str, float] = {}
     main_path = settings.tower_path or shipped_tower_path()
     fast_path = settings.resolved_fast_tower if fast else None
@@ -94,10 +102,10 @@ def load_models(
     if fast_text is not None:
         check_same_space(text, fast_text, "the fast tower" if given else fast_path)
         names["fast"] = fast_text.encoder.name if given or fast_path is None else Path(fast_path).name
-    translator = None
+    glosses_translator = None
     if glosses and settings.lexicons_dir is not None:
         folder, langs = settings.lexicons_dir, text.languages
-        translator = timed(seconds, "lexicons", lambda: LexiconTranslator.from_folder(folder, langs))
+        glosses_translator = timed(seconds, "lexicons", lambda: LexiconTranslator.from_folder(folder, langs))
     image_encoder = image_encoder or image_encoder_from_settings(settings)
     if load_image and not image_encoder.loaded:
         timed(seconds, "image_encoder", image_encoder.load)
@@ -106,16 +114,19 @@ def load_models(
         if alignments
         else ([], {})
     )
-    return Models(
+    models = Models(
         text,
         image_encoder,
         fast_text,
-        translator,
-        names,
+        glosses_translator,
+        tower_names=names,
         alignments=found,
         alignment_encoders=encoders,
-        load_seconds=seconds,
     )
+    if clc:
+        load_clc(models, settings, translator, sentence_cache, seconds)
+    models.load_seconds = seconds
+    return models
 
 
 def load_alignments(
@@ -170,6 +181,25 @@ def _new_encoder(name: str, settings: IndexerSettings, threads: int | None) -> T
         encoder.threads = threads
     encoder.load()
     return encoder
+
+
+def load_clc(
+    models: Models,
+    settings: IndexerSettings,
+    translator: QueryTranslator | None,
+    sentence_cache: Path | None,
+    seconds: dict[str, float],
+) -> None:
+    """CLC's translator and classifier (POLYGLOT_CLC_*); a classifier must have been trained for the same
+    translation languages as configured (its inputs are one score per language)."""
+    from indexer.translation.factory import load_translator
+
+    encoders = [e.encoder for e in (models.text, models.fast_text) if e is not None]
+    models.translator = translator or timed(
+        seconds, "clc_translator", lambda: load_translator(settings, encoders, sentence_cache)
+    )
+    if settings.clc_classifier is not None:
+        models.clc_classifier = ClcClassifier.load(settings.clc_classifier)
 
 
 def _load_text(
