@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 
 import httpx
 import wrk_client
+from load_report import markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -147,86 +148,6 @@ def start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str, flo
     raise SystemExit("the server did not become ready in 300 s")
 
 
-def markdown(report: dict[str, Any]) -> str:
-    server, machine = report["server"], report["machine"]
-    fast = (
-        f"; queries in the languages `{server['fast_text_encoder']}` declares "
-        + (
-            "are embedded by both towers, scores averaged (POLYGLOT_FAST_TOWER_USE=ensemble), with the fast tower"
-            if report.get("fast_tower_use") == "ensemble"
-            else "take the fast tower"
-        )
-        + (
-            " (POLYGLOT_FAST_TOWER=auto: the shipped `indexer/assets/tower-muse`)"
-            if report.get("fast_tower", "auto") == "auto"
-            else f" `{report['fast_tower']}`"
-        )
-        if server.get("fast_text_encoder")
-        else "; no fast tower"
-    )
-    glossed = server.get("gloss_languages")
-    fast += (
-        f"; queries in {', '.join(glossed)} also scored by their English gloss (POLYGLOT_LEXICONS_DIR)"
-        if glossed
-        else ""
-    )
-    lines = [
-        "# Load test: `GET /search` (text encoding included)",
-        "",
-        f"Command: `{report['command']}`",
-        "",
-        f"Server: one uvicorn process on 127.0.0.1, {server['images']:,} images"
-        + (f" (index kind `{server['index_kind']}`)" if server.get("index_kind") else "")
-        + (f", ready {report['startup_s']} s after it started" if report.get("startup_s") else "")
-        + f", text encoder `{server['text_encoder']}`"
-        f" + text tower `{report['tower']}`{fast}, image encoder `{server['image_encoder']}`, k = {report['k']}, query cache off"
-        f" (every query is a distinct caption in {'/'.join(report.get('langs', ['en', 'de', 'fr', 'pt']))} with its `lang`, "
-        f"languages in turn; encoders by language: {', '.join(f'{k} `{v}`' for k, v in report.get('routes', {}).items())}). "
-        f"Client: {'wrk (C)' if report.get('client') == 'wrk' else 'httpx async (Python)'} on the same machine.",
-        f"Machine: {machine['cpus']} CPUs ({machine['platform']}), load average {machine['load_avg_start']:.1f} at the start and "
-        f"{machine['load_avg_1m']:.1f} at the end (load generator and server share the cores).",
-        f"Each level ran {report.get('repeat', 1)} time(s), {report.get('seconds', '?')} s each; a row is the run with the median req/s.",
-        "",
-        "| clients | requests | req/s | p50 ms | p95 ms | p99 ms | mean ms | errors | all runs: req/s, p50 / p99 ms |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
-    ]
-    for r in report["results"]:
-        runs = "; ".join(f"{run['rps']}, {run['p50_ms']} / {run['p99_ms']}" for run in r.get("runs", [r]))
-        lines.append(
-            f"| {r['clients']} | {r['requests']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} |"
-            f" {r['mean_ms']} | {r['errors'] or 'none'} | {runs} |"
-        )
-    if report.get("per_lang"):
-        lines += [
-            "",
-            "Each language on its own (the same server, every query a distinct dev caption of that language; "
-            "`route`: the tower(s) that answered, from the server's answers):",
-            "",
-            "| lang | route | clients | req/s | p50 ms | p95 ms | p99 ms | all runs: req/s, p50 / p99 ms |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
-        ]
-        for lang, rows in report["per_lang"].items():
-            for r in rows:
-                runs = "; ".join(f"{run['rps']}, {run['p50_ms']} / {run['p99_ms']}" for run in r.get("runs", [r]))
-                route = report.get("routes", {}).get(lang, "?")
-                lines.append(
-                    f"| {lang} | {route} | {r['clients']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} "
-                    f"| {runs} |"
-                )
-    lines += [
-        "",
-        "Reference: `GET /health` through the same server and client (no search work: HTTP stack + load generator):",
-        "",
-        "| clients | requests | req/s | p50 ms | p95 ms | p99 ms |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for b in report["baseline"]:
-        lines.append(
-            f"| {b['clients']} | {b['requests']} | {b['rps']} | {b['p50_ms']} | {b['p95_ms']} | {b['p99_ms']} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="A running server on loopback; default: start one.")
@@ -243,10 +164,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="Runs per level; the table shows the median one.")
     parser.add_argument("--per-lang", action="store_true", help="Also each language of --langs on its own.")
     parser.add_argument("--lang-repeat", type=int, default=1, help="Runs per level of each language on its own.")
+    parser.add_argument(
+        "--mixed-by-lang",
+        action="store_true",
+        help="wrk only: also the mixed load with one wrk per language at once, for each language's own latency.",
+    )
     parser.add_argument("--fast-tower", help="POLYGLOT_FAST_TOWER for the started server (auto, off or a folder).")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "load_search.json")
     parser.add_argument("--md", type=Path, default=ROOT / "benchmarks" / "load_search.md")
     args = parser.parse_args()
+    if args.mixed_by_lang and args.client != "wrk":
+        raise SystemExit("--mixed-by-lang needs --client wrk")
     if args.client == "wrk" and not wrk_client.available():
         raise SystemExit("--client wrk needs wrk on PATH (Debian: apt-get install wrk)")
 
@@ -289,6 +217,14 @@ def main() -> None:
                 runs.append(level(clients, part, args.seconds, args.max_requests, "/search"))
                 print(json.dumps(runs[-1]), flush=True)
             results.append(median_run(runs))
+        mixed_by_lang: dict[str, list[dict[str, Any]]] = {}
+        if args.mixed_by_lang:
+            own_pools = {lang: queries(args.max_requests, langs=(lang,)) for lang in langs}
+            for clients in (c for c in levels if c >= len(langs)):
+                runs = [wrk_client.run_mixed(url, clients, own_pools, args.seconds, args.k) for _ in range(args.repeat)]
+                for lang in langs:
+                    mixed_by_lang.setdefault(lang, []).append(median_run([run[lang] for run in runs]))
+                print("mixed by language", json.dumps({lang: runs[-1][lang] for lang in langs}), flush=True)
         per_lang: dict[str, list[dict[str, Any]]] = {}
         for lang in langs if args.per_lang else ():
             own = queries(args.max_requests, langs=(lang,))
@@ -339,6 +275,7 @@ def main() -> None:
         "tower": str(args.tower) if args.tower else env.get("POLYGLOT_TOWER_PATH", "shipped (indexer/assets/tower)"),
         "results": results,
         "per_lang": per_lang,
+        "mixed_by_lang": mixed_by_lang,
         "routes": routes,
         "baseline": baseline,
     }

@@ -11,6 +11,8 @@ import json
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -77,3 +79,21 @@ def run_level(url: str, clients: int, pool: list[tuple[str, str]], seconds: floa
         "p99_ms": round(stats["p99"] / 1000, 1),
         "mean_ms": round(stats["mean"] / 1000, 1),
     }
+
+
+def split_clients(clients: int, langs: Sequence[str]) -> dict[str, int]:
+    """Connections per language, handed out in turn (8 over 7 languages: the first gets 2, the others 1)."""
+    return {lang: clients // len(langs) + (i < clients % len(langs)) for i, lang in enumerate(langs)}
+
+
+def run_mixed(
+    url: str, clients: int, pools: dict[str, list[tuple[str, str]]], seconds: float, k: int
+) -> dict[str, dict[str, Any]]:
+    """One wrk per language at the same time, ``clients`` connections in all: each language's latency under the
+    mixed load (a single wrk has one histogram for all its requests)."""
+    shares = {lang: n for lang, n in split_clients(clients, list(pools)).items() if n > 0}
+    with ThreadPoolExecutor(len(shares)) as runner:
+        futures = {
+            lang: runner.submit(run_level, url, n, pools[lang], seconds, k, "/search") for lang, n in shares.items()
+        }
+        return {lang: future.result() for lang, future in futures.items()}

@@ -1,0 +1,103 @@
+"""The Markdown page of a ``benchmarks/load_search.py`` report (JSON → table)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def markdown(report: dict[str, Any]) -> str:
+    server, machine = report["server"], report["machine"]
+    fast = (
+        f"; queries in the languages `{server['fast_text_encoder']}` declares "
+        + (
+            "are embedded by both towers, scores averaged (POLYGLOT_FAST_TOWER_USE=ensemble), with the fast tower"
+            if report.get("fast_tower_use") == "ensemble"
+            else "take the fast tower"
+        )
+        + (
+            " (POLYGLOT_FAST_TOWER=auto: the shipped `indexer/assets/tower-muse`)"
+            if report.get("fast_tower", "auto") == "auto"
+            else f" `{report['fast_tower']}`"
+        )
+        if server.get("fast_text_encoder")
+        else "; no fast tower"
+    )
+    glossed = server.get("gloss_languages")
+    fast += (
+        f"; queries in {', '.join(glossed)} also scored by their English gloss (POLYGLOT_LEXICONS_DIR)"
+        if glossed
+        else ""
+    )
+    lines = [
+        "# Load test: `GET /search` (text encoding included)",
+        "",
+        f"Command: `{report['command']}`",
+        "",
+        f"Server: one uvicorn process on 127.0.0.1, {server['images']:,} images"
+        + (f" (index kind `{server['index_kind']}`)" if server.get("index_kind") else "")
+        + (f", ready {report['startup_s']} s after it started" if report.get("startup_s") else "")
+        + f", text encoder `{server['text_encoder']}`"
+        f" + text tower `{report['tower']}`{fast}, image encoder `{server['image_encoder']}`, k = {report['k']}, query cache off"
+        f" (every query is a distinct caption in {'/'.join(report.get('langs', ['en', 'de', 'fr', 'pt']))} with its `lang`, "
+        f"languages in turn; encoders by language: {', '.join(f'{k} `{v}`' for k, v in report.get('routes', {}).items())}). "
+        f"Client: {'wrk (C)' if report.get('client') == 'wrk' else 'httpx async (Python)'} on the same machine.",
+        f"Machine: {machine['cpus']} CPUs ({machine['platform']}), load average {machine['load_avg_start']:.1f} at the start and "
+        f"{machine['load_avg_1m']:.1f} at the end (load generator and server share the cores).",
+        f"Each level ran {report.get('repeat', 1)} time(s), {report.get('seconds', '?')} s each; a row is the run with the median req/s.",
+        "",
+        "| clients | requests | req/s | p50 ms | p95 ms | p99 ms | mean ms | errors | all runs: req/s, p50 / p99 ms |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for r in report["results"]:
+        runs = "; ".join(f"{run['rps']}, {run['p50_ms']} / {run['p99_ms']}" for run in r.get("runs", [r]))
+        lines.append(
+            f"| {r['clients']} | {r['requests']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} |"
+            f" {r['mean_ms']} | {r['errors'] or 'none'} | {runs} |"
+        )
+    if report.get("mixed_by_lang"):
+        lines += [
+            "",
+            "The mixed load, each language's own latency: one wrk per language at the same time against the same "
+            "server (the connections split between the languages in turn, e.g. 8 over 7: en 2, the others 1; each "
+            "wrk its own latency histogram):",
+            "",
+            "| lang | route | connections | req/s | p50 ms | p95 ms | p99 ms | all runs: req/s, p50 / p99 ms |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        ]
+        for lang, rows in report["mixed_by_lang"].items():
+            for r in rows:
+                runs = "; ".join(f"{run['rps']}, {run['p50_ms']} / {run['p99_ms']}" for run in r.get("runs", [r]))
+                route = report.get("routes", {}).get(lang, "?")
+                lines.append(
+                    f"| {lang} | {route} | {r['clients']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} "
+                    f"| {runs} |"
+                )
+    if report.get("per_lang"):
+        lines += [
+            "",
+            "Each language on its own (the same server, every query a distinct dev caption of that language; "
+            "`route`: the tower(s) that answered, from the server's answers):",
+            "",
+            "| lang | route | clients | req/s | p50 ms | p95 ms | p99 ms | all runs: req/s, p50 / p99 ms |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        ]
+        for lang, rows in report["per_lang"].items():
+            for r in rows:
+                runs = "; ".join(f"{run['rps']}, {run['p50_ms']} / {run['p99_ms']}" for run in r.get("runs", [r]))
+                route = report.get("routes", {}).get(lang, "?")
+                lines.append(
+                    f"| {lang} | {route} | {r['clients']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} "
+                    f"| {runs} |"
+                )
+    lines += [
+        "",
+        "Reference: `GET /health` through the same server and client (no search work: HTTP stack + load generator):",
+        "",
+        "| clients | requests | req/s | p50 ms | p95 ms | p99 ms |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for b in report["baseline"]:
+        lines.append(
+            f"| {b['clients']} | {b['requests']} | {b['rps']} | {b['p50_ms']} | {b['p95_ms']} | {b['p99_ms']} |"
+        )
+    return "\n".join(lines) + "\n"
