@@ -1,0 +1,114 @@
+"""Pretraining of the latent vocabulary: which shared token each rare word maps to (SMALR §3.1).
+
+A hard attention over the latent tokens is predicted from each rare word's features (one FC layer: 50-d →
+scores over the latent tokens); the word takes the best-scoring token's embedding, or with probability p = 0.2
+a token drawn uniformly from the top M = 20 (exploration). Language-specific words embed as FC(features).
+A sentence is the average of its word embeddings; sentences of the same image (in any two languages) are pulled
+together by the triplet loss of Eq. (1) (cosine, m = 0.05, top-10 most violated). The hard choice passes
+gradients to the attention by the straight-through estimator. Afterwards each rare word's best token is frozen
+and tokens no word uses are dropped; the token embeddings and the FC initialise the full model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from training.losses.neighbourhood import neighbourhood_loss
+from training.sampler import DistinctImageBatches
+from training.smalr.vocabulary import compact_assignment
+
+
+@dataclass
+class LatentVocabulary:
+    assignment: np.ndarray  # (n_rare,) compact latent id of each rare word
+    latent: torch.Tensor  # (n_used, word_dim) embeddings of the latent tokens kept
+    project: nn.Linear  # features → word embedding, for the language-specific words
+    history: list[float]
+
+
+class _Pretrainer(nn.Module):
+    def __init__(self, features: torch.Tensor, n_specific: int, n_latent: int, word_dim: int) -> None:
+        super().__init__()
+        self.features = features  # fixed during pretraining
+        self.n_specific = n_specific
+        self.project = nn.Linear(features.shape[1], word_dim)
+        self.attention = nn.Linear(features.shape[1], n_latent)
+        self.latent = nn.Parameter(torch.randn(n_latent, word_dim) * 0.1)
+
+    def word_embeddings(self, words: torch.Tensor, explore_p: float, explore_m: int) -> torch.Tensor:
+        out = torch.empty(len(words), self.latent.shape[1])
+        specific = words < self.n_specific
+        if specific.any():
+            out[specific] = self.project(self.features[words[specific]])
+        rare = ~specific
+        if rare.any():
+            scores = self.attention(self.features[words[rare]])
+            choice = scores.argmax(dim=1)
+            explore = torch.rand(len(choice)) < explore_p
+            if explore.any():
+                top = scores[explore].topk(min(explore_m, scores.shape[1]), dim=1).indices
+                choice[explore] = top[torch.arange(len(top)), torch.randint(top.shape[1], (len(top),))]
+            soft = scores.softmax(dim=1)
+            # straight-through: the value of the hard choice, the gradient of the soft attention
+            out[rare] = self.latent[choice] + soft @ self.latent - (soft @ self.latent).detach()
+        return out
+
+    def sentences(self, captions: list[np.ndarray], explore_p: float, explore_m: int) -> torch.Tensor:
+        words = torch.from_numpy(np.concatenate(captions))
+        owner = torch.from_numpy(np.repeat(np.arange(len(captions)), [len(c) for c in captions]))
+        embedded = self.word_embeddings(words, explore_p, explore_m)
+        sums = torch.zeros(len(captions), embedded.shape[1]).index_add(0, owner, embedded)
+        counts = torch.tensor([max(len(c), 1) for c in captions], dtype=torch.float32)[:, None]
+        return F.normalize(sums / counts, dim=-1)
+
+
+def pretrain_latent(
+    features: np.ndarray,
+    n_specific: int,
+    caption_words: list[np.ndarray],
+    caption_image: np.ndarray,
+    caption_lang: np.ndarray,
+    n_latent: int,
+    word_dim: int,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    explore_p: float = 0.2,
+    explore_m: int = 20,
+) -> LatentVocabulary:
+    torch.manual_seed(seed)
+    model = _Pretrainer(torch.from_numpy(features), n_specific, n_latent, word_dim)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    has_words = np.array([len(c) > 0 for c in caption_words])
+    rows_kept = np.flatnonzero(has_words)
+    batches = DistinctImageBatches(caption_image[rows_kept], caption_lang[rows_kept], batch_size, seed, partners=True)
+    history = []
+    for epoch in range(1, epochs + 1):
+        losses = []
+        for rows, _, partners in tqdm(batches, desc=f"latent pretraining {epoch}/{epochs}", leave=False):
+            assert partners is not None
+            paired = partners >= 0
+            if paired.sum() < 2:
+                continue
+            first = [caption_words[i] for i in rows_kept[rows[paired]]]
+            second = [caption_words[i] for i in rows_kept[partners[paired]]]
+            both = model.sentences(first + second, explore_p, explore_m)
+            loss = neighbourhood_loss(both[: len(first)], both[len(first) :])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss.detach()))
+        history.append(float(np.mean(losses)) if losses else 0.0)
+        tqdm.write(f"latent pretraining epoch {epoch}: loss {history[-1]:.4f}")
+    with torch.no_grad():
+        rare_features = model.features[n_specific:]
+        choice = model.attention(rare_features).argmax(dim=1).numpy() if len(rare_features) else np.zeros(0, int)
+    used, assignment = compact_assignment(choice)
+    return LatentVocabulary(assignment, model.latent.detach()[torch.from_numpy(used)].clone(), model.project, history)
