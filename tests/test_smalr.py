@@ -9,11 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from api_fixtures import photo_paths, service_settings  # noqa: F401  (fixtures)
 from conftest import FakeImageEncoder
 from fastapi.testclient import TestClient
+from test_train_cli import invoke, toy  # noqa: F401  (the toy data set and patched encoders)
 
-from app.main import create_app
 from app.engine import assemble
+from app.main import create_app
 from app.service_settings import ServiceSettings
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
@@ -23,12 +25,9 @@ from training.smalr.batching import mask_words
 from training.smalr.vocabulary import build_word_list, compact_assignment, to_vocab
 from training.smalr.word_vectors import pca, read_vec
 
-from api_fixtures import photo_paths, service_settings  # noqa: F401  (fixtures)
-from test_train_cli import invoke, toy  # noqa: F401  (the toy data set and patched encoders)
-
 
 def tiny_vocab() -> SmalrVocab:
-    words = build_word_list(["a dog runs", "a dog", "the cat"] + ["ein hund"], ["en", "en", "en", "de"], 2)
+    words = build_word_list(["a dog runs", "a dog", "the cat", "ein hund"], ["en", "en", "en", "de"], 2)
     # en: a(2), dog(2) specific; cat, runs, the rare; de: ein, hund specific
     return to_vocab(words, np.array([0, 1, 0]), 2)
 
@@ -79,7 +78,7 @@ def test_read_vec_and_pca(tmp_path: Path) -> None:
     assert sorted(vectors) == ["dog", "zebra"] and vectors["zebra"].tolist() == [0, 0, 1, 0]
     assert sorted(read_vec(path)) == ["cat", "dog", "zebra"]  # the malformed line is skipped
     (tmp_path / "bad.vec").write_text("dog 1 2\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="not a .vec file"):
+    with pytest.raises(ValueError, match=r"not a \.vec file"):
         read_vec(tmp_path / "bad.vec")
     reduced = pca(np.random.default_rng(0).normal(size=(10, 6)).astype(np.float32), 3)
     assert reduced.shape == (10, 3) and np.allclose(reduced.mean(axis=0), 0, atol=1e-5)
@@ -133,7 +132,9 @@ def test_train_smalr_user_errors(toy: Path, tmp_path: Path) -> None:  # noqa: F8
     assert code == 2 and "three positive widths" in output
 
 
-def test_search_serves_a_smalr_tower(service_settings: ServiceSettings, photo_paths: list[Path], tmp_path: Path) -> None:  # noqa: F811
+def test_search_serves_a_smalr_tower(
+    service_settings: ServiceSettings, photo_paths: list[Path], tmp_path: Path
+) -> None:  # noqa: F811
     tower = tiny_tower(tiny_vocab())
     tower.save_pretrained(tmp_path / "smalr")
     settings = service_settings.model_copy(update={"tower_path": tmp_path / "smalr"})
@@ -156,7 +157,7 @@ def test_search_serves_a_smalr_tower(service_settings: ServiceSettings, photo_pa
 
         images = ImageSpace("l2").apply(encoder.predict([load_image(p) for p in photo_paths]))
         joint = tower.encode(["a dog runs"], ["en"])
-        expected = np.sort((images @ tower.projection.detach().numpy().T @ joint[0]))[::-1]
+        expected = np.sort(images @ tower.projection.detach().numpy().T @ joint[0])[::-1]
         assert np.allclose(scores, expected, atol=1e-4)
         assert client.get("/v1/search", params={"q": "ein hund", "lang": "de"}).status_code == 200
         assert client.get("/v1/search", params={"q": "un chien", "lang": "fr"}).status_code == 422

@@ -20,22 +20,22 @@ B = torch.tensor([[1.0, 0.0], [0.5, math.sqrt(3) / 2], [0.0, 1.0]])
 def test_topn_triplet_by_hand() -> None:
     # s = A·Bᵀ = [[1, .5, 0], [0, .866, 1], [-1, -.5, 0]]; violation_kj = max(0, m − s_kk + s_kj), j ≠ k:
     # row 0: 0.05−1+0.5 <0, 0.05−1+0 <0; row 1: 0.05−0.866+0 <0, 0.05−0.866+1 = 0.184;
-    # row 2: 0.05−0−1 <0, 0.05−0−0.5 <0 → the only violation is 0.184.
-    s11 = math.sqrt(3) / 2
-    expected_top1 = 0.05 - s11 + 1.0
-    assert topn_triplet_loss(A, B, margin=0.05, top_n=1).item() == pytest.approx(expected_top1, abs=1e-6)
-    # top 2 = mean of 0.184 and 0 (the next largest violation is clamped to 0)
-    assert topn_triplet_loss(A, B, margin=0.05, top_n=2).item() == pytest.approx(expected_top1 / 2, abs=1e-6)
-    # more than B(B−1) requested: all six triplets
-    assert topn_triplet_loss(A, B, 0.05, top_n=100).item() == pytest.approx(expected_top1 / 6, abs=1e-6)
+    # row 2: 0.05−0−1 <0, 0.05−0−0.5 <0 → the only violation is 0.184 (anchor 1).
+    violation = 0.05 - math.sqrt(3) / 2 + 1.0
+    # per anchor its top 1: (0 + 0.184 + 0) / 3
+    assert topn_triplet_loss(A, B, margin=0.05, top_n=1).item() == pytest.approx(violation / 3, abs=1e-6)
+    # top 2 per anchor = every triplet: 0.184 / 6; more than B − 1 requested: the same
+    assert topn_triplet_loss(A, B, margin=0.05, top_n=2).item() == pytest.approx(violation / 6, abs=1e-6)
+    assert topn_triplet_loss(A, B, 0.05, top_n=100).item() == pytest.approx(violation / 6, abs=1e-6)
 
 
 def test_bidirectional_weights_the_sentence_direction_by_lambda1() -> None:
     images, texts = A, B
     expected = topn_triplet_loss(images, texts, 0.05, 10) + 1.5 * topn_triplet_loss(texts, images, 0.05, 10)
     assert bidirectional_triplet_loss(images, texts).item() == pytest.approx(expected.item())
-    # sentence anchors: Bᵀ rows vs A: s = B·Aᵀ = [[1, 0, −1], [.5, .866, −.5], [0, 1, 0]]; row 2: 0.05 − 0 + 1 = 1.05
-    assert topn_triplet_loss(texts, images, 0.05, 1).item() == pytest.approx(1.05)
+    # sentence anchors: s = B·Aᵀ = [[1, 0, −1], [.5, .866, −.5], [0, 1, 0]]; only row 2 violates: 1.05 and 0.05
+    assert topn_triplet_loss(texts, images, 0.05, 1).item() == pytest.approx(1.05 / 3)
+    assert topn_triplet_loss(texts, images, 0.05, 2).item() == pytest.approx(1.1 / 6)
     assert MultimodalTripletLoss()(images, texts).item() == pytest.approx(expected.item())
 
 

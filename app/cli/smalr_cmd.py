@@ -22,6 +22,7 @@ class SmalrOptions:
     dims: str  # word, GRU hidden, joint
     pretrain_epochs: int
     mask_rate: float
+    top_n: int
 
 
 def run_smalr(
@@ -57,7 +58,7 @@ def run_smalr(
         image_space_from=image_space_from, word_features=options.word_features, k_specific=options.k_specific,
         n_latent=options.latent_size, word_dim=dims[0], hidden_dim=dims[1], joint_dim=dims[2],
         pretrain_epochs=options.pretrain_epochs, epochs=epochs, patience=patience, batch_size=batch_size, lr=lr,
-        seed=seed, mask_rate=options.mask_rate, command=command,
+        seed=seed, mask_rate=options.mask_rate, top_n=options.top_n, command=command,
     )  # fmt: skip
     result = train_smalr(config)
     table = Table("lang", "t2i R@1", "R@5", "R@10", "i2t R@1", "R@5", "R@10", "mR", title="held-out train images")

@@ -103,16 +103,25 @@ def register(cli: typer.Typer) -> None:
         k_specific: int = typer.Option(5000, min=0, help="SMALR/HEM: language-specific words per language (K)."),
         latent_size: int = typer.Option(40000, min=1, help="SMALR/HEM/LA: latent vocabulary size before pruning."),
         word_features: str = typer.Option(
-            "encoder:muse", help="SMALR: word features, encoder:NAME (the word through a bundled encoder) or "
-            "fasttext:DIR (DIR/cc.<lang>.300.vec); PCA to 50-d."
+            "encoder:muse",
+            help="SMALR: word features, encoder:NAME (the word through a bundled encoder) or "
+            "fasttext:DIR (DIR/cc.<lang>.300.vec); PCA to 50-d.",
         ),
-        smalr_dims: str = typer.Option("300,512,512", help="SMALR: word embedding, GRU hidden, joint widths."),
+        smalr_dims: str = typer.Option(
+            "200,256,256", help="SMALR: word embedding, GRU hidden, joint widths (the paper's: 512 words, 512 joint)."
+        ),
         pretrain_epochs: int = typer.Option(5, min=0, max=100, help="SMALR: epochs of latent-vocabulary pretraining."),
         mask_rate: float = typer.Option(0.2, min=0.0, max=0.9, help="SMALR: share of words MCLM masks."),
+        triplet_top_n: int = typer.Option(
+            10, min=1, help="SMALR: most violated negatives per anchor in its triplet losses (paper: 10)."
+        ),
         cca_dim: int = typer.Option(128, min=1, help="Alignment methods: dimension L of the shared space."),
         cca_eps: float = typer.Option(1e-3, min=0.0, help="Alignment methods: ε added to covariance diagonals."),
         holdout: float = typer.Option(
-            0.1, min=0.0, max=0.5, help="Alignment and SMALR methods: share of the training images held out for selection."
+            0.1,
+            min=0.0,
+            max=0.5,
+            help="Alignment and SMALR methods: share of the training images held out for selection.",
         ),
         time_constant: float = typer.Option(0.9, min=0.0, max=0.999, help="Deep alignments: covariance ρ (Eq. 12)."),
         activation: str = typer.Option("tanh", help="Deep alignments: tanh, sigmoid or relu."),
@@ -150,11 +159,13 @@ def register(cli: typer.Typer) -> None:
         check_data(data)
         if method in SMALR_METHODS:
             torch.set_num_threads(threads or settings.torch_threads or 1)
-            options = SmalrOptions(k_specific, latent_size, word_features, smalr_dims, pretrain_epochs, mask_rate)
+            smalr = SmalrOptions(
+                k_specific, latent_size, word_features, smalr_dims, pretrain_epochs, mask_rate, triplet_top_n
+            )
             try:
                 record = run_smalr(
                     settings, method, data, out, split, parse_langs(langs), image_encoder, image_space_from,
-                    options, holdout, max_images, captions_per_lang, epochs, patience, batch_size, lr, seed,
+                    smalr, holdout, max_images, captions_per_lang, epochs, patience, batch_size, lr, seed,
                     command_line(ctx),
                 )  # fmt: skip
             except USER_ERRORS as exc:

@@ -76,21 +76,15 @@ class SmalrTower(nn.Module):
     def image_space(self) -> ImageSpace:
         return ImageSpace.from_config(self.config["image_space"])
 
-    def _numpy(self, name: str) -> np.ndarray:
-        return self.state_dict()[name].detach().cpu().numpy()
+    def _gru_weights(self) -> list[np.ndarray]:
+        names = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
+        return [getattr(self.gru, name).detach().numpy() for name in names]
 
     def encode(self, texts: Sequence[str], langs: Sequence[str | None]) -> np.ndarray:
         """Texts (each in its language; None: guessed from the vocabulary) → unit joint-space vectors."""
         ids, lengths = self.vocab.batch(texts, langs)
         words = self.table.weight.detach().numpy()[ids]
-        hidden = gru_last_hidden(
-            words,
-            lengths,
-            self.gru.weight_ih_l0.detach().numpy(),
-            self.gru.weight_hh_l0.detach().numpy(),
-            self.gru.bias_ih_l0.detach().numpy(),
-            self.gru.bias_hh_l0.detach().numpy(),
-        )
+        hidden = gru_last_hidden(words, lengths, *self._gru_weights())
         joint = hidden @ self.fc.weight.detach().numpy().T + self.fc.bias.detach().numpy()
         return unit_rows(joint).astype(np.float32, copy=False)
 

@@ -73,7 +73,12 @@ class SmalrVocab:
     def save(self, folder: Path) -> None:
         atomic_write_json(
             Path(folder) / VOCAB_NAME,
-            {"languages": self.languages, "n_specific": self.n_specific, "n_latent": self.n_latent, "words": self.words},
+            {
+                "languages": self.languages,
+                "n_specific": self.n_specific,
+                "n_latent": self.n_latent,
+                "words": self.words,
+            },
         )
 
     @classmethod

@@ -14,7 +14,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils import parametrizations
 
 from indexer.smalr.tower import SmalrTower
 from indexer.smalr.vocab import PAD, SmalrVocab
@@ -43,7 +42,8 @@ class SmalrNetwork(nn.Module):
         self.mask_row = nn.Parameter(torch.randn(1, word_dim) * 0.1)
         self.gru = nn.GRU(word_dim, hidden_dim, batch_first=True)
         self.fc = nn.Linear(hidden_dim, joint_dim)
-        self.image_map = parametrizations.orthogonal(nn.Linear(image_dim, joint_dim, bias=False))
+        self.image_map = nn.Linear(image_dim, joint_dim, bias=False)
+        nn.init.orthogonal_(self.image_map.weight)  # rows orthonormal; kept so by retract() after each step
         self.mclm_universal = MCLMHead(word_dim)
         self.mclm_sentence = MCLMHead(joint_dim)
         self.adversary = LanguageAdversary(word_dim, len(vocab.languages))
@@ -79,12 +79,28 @@ class SmalrNetwork(nn.Module):
         out: torch.Tensor = self.image_map(vectors)
         return out
 
+    @torch.no_grad()
+    def retract(self, iterations: int = 2) -> None:
+        """Pull the image map back to orthonormal rows after an optimiser step: Newton–Schulz iterations
+        ``W ← 1.5 W − 0.5 W Wᵀ W`` (a few matrix products; torch's orthogonal parametrisation cost seconds per
+        step for a 512 × 1280 map on one core)."""
+        weight = self.image_map.weight
+        for _ in range(iterations):
+            weight.copy_(1.5 * weight - 0.5 * (weight @ weight.T) @ weight)
+
+    @torch.no_grad()
+    def orthonormalize(self) -> None:
+        """Exactly orthonormal rows (the nearest such matrix, by SVD): before export."""
+        u, _, vt = torch.linalg.svd(self.image_map.weight, full_matrices=False)
+        self.image_map.weight.copy_(u @ vt)
+
     def query_vectors(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """What the served tower computes: ``Pᵀ ℓ2(sentence)`` in the index's image space (unit)."""
         _, sentence = self.encode(ids, lengths)
         return F.normalize(sentence, dim=-1) @ self.image_map.weight
 
     def export(self, image_encoder: str, image_space: dict[str, object], method: str) -> SmalrTower:
+        self.orthonormalize()
         word_dim, hidden = self.unk.shape[1], self.gru.hidden_size
         tower = SmalrTower(
             self.vocab,

@@ -48,15 +48,17 @@ class _Pretrainer(nn.Module):
             out[specific] = self.project(self.features[words[specific]])
         rare = ~specific
         if rare.any():
-            scores = self.attention(self.features[words[rare]])
-            choice = scores.argmax(dim=1)
-            explore = torch.rand(len(choice)) < explore_p
-            if explore.any():
-                top = scores[explore].topk(min(explore_m, scores.shape[1]), dim=1).indices
-                choice[explore] = top[torch.arange(len(top)), torch.randint(top.shape[1], (len(top),))]
-            soft = scores.softmax(dim=1)
-            # straight-through: the value of the hard choice, the gradient of the soft attention
-            out[rare] = self.latent[choice] + soft @ self.latent - (soft @ self.latent).detach()
+            unique, inverse = words[rare].unique(return_inverse=True)  # each rare word of the batch once
+            top = self.attention(self.features[unique]).topk(min(explore_m, self.latent.shape[0]), dim=1)
+            pick = torch.zeros(len(unique), dtype=torch.long)  # the best token, or with p a random one of the top M
+            explore = torch.rand(len(unique)) < explore_p
+            pick[explore] = torch.randint(top.indices.shape[1], (int(explore.sum()),))
+            candidates = self.latent[top.indices]  # (U, M, D)
+            hard = candidates[torch.arange(len(unique)), pick]
+            # straight-through: the value of the hard choice, the gradient of the attention's softmax over the top
+            # M tokens (a softmax over all tokens cost seconds per step on one core, for the same argmax)
+            soft = (top.values.softmax(dim=1)[..., None] * candidates).sum(dim=1)
+            out[rare] = (hard + soft - soft.detach())[inverse]
         return out
 
     def sentences(self, captions: list[np.ndarray], explore_p: float, explore_m: int) -> torch.Tensor:
@@ -82,6 +84,7 @@ def pretrain_latent(
     seed: int,
     explore_p: float = 0.2,
     explore_m: int = 20,
+    top_n: int = 10,
 ) -> LatentVocabulary:
     torch.manual_seed(seed)
     model = _Pretrainer(torch.from_numpy(features), n_specific, n_latent, word_dim)
@@ -100,7 +103,7 @@ def pretrain_latent(
             first = [caption_words[i] for i in rows_kept[rows[paired]]]
             second = [caption_words[i] for i in rows_kept[partners[paired]]]
             both = model.sentences(first + second, explore_p, explore_m)
-            loss = neighbourhood_loss(both[: len(first)], both[len(first) :])
+            loss = neighbourhood_loss(both[: len(first)], both[len(first) :], top_n=top_n)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -55,9 +55,9 @@ class SmalrConfig:
     word_features: str = "encoder:muse"
     k_specific: int = 5000
     n_latent: int = 40000
-    word_dim: int = 300
-    hidden_dim: int = 512
-    joint_dim: int = 512
+    word_dim: int = 200
+    hidden_dim: int = 256
+    joint_dim: int = 256
     pretrain_epochs: int = 5
     epochs: int = 20
     patience: int = 3
@@ -67,6 +67,7 @@ class SmalrConfig:
     explore_p: float = 0.2
     explore_m: int = 20
     mask_rate: float = 0.2
+    top_n: int = 10  # most violated negatives per anchor in every triplet loss (the paper's 10)
     lambdas: tuple[float, float, float] = (1e-4, 1e-6, 5e-2)  # λ2 (mask), λ3 (adv), λ4 (nc)
     command: str = ""
     history: list[dict[str, float]] = field(default_factory=list)
@@ -94,7 +95,7 @@ def train_smalr(config: SmalrConfig) -> SmalrResult:
     )  # fmt: skip
     n_images = len(split.images)
     held = np.zeros(n_images, dtype=bool)
-    held[rng.permutation(n_images)[: int(round(config.holdout * n_images))]] = True
+    held[rng.permutation(n_images)[: round(config.holdout * n_images)]] = True
     train_rows = np.flatnonzero(~held[split.caption_image])
     held_rows = np.flatnonzero(held[split.caption_image])
     texts, langs = split.caption_text, split.caption_lang
@@ -105,7 +106,7 @@ def train_smalr(config: SmalrConfig) -> SmalrResult:
     latent = pretrain_latent(
         features, words.n_specific, caption_words, split.caption_image[train_rows], langs[train_rows],
         min(config.n_latent, max(words.n_rare, 1)), config.word_dim, config.pretrain_epochs, config.batch_size,
-        config.lr, config.seed, config.explore_p, config.explore_m,
+        config.lr, config.seed, config.explore_p, config.explore_m, config.top_n,
     )  # fmt: skip
     vocab = to_vocab(words, latent.assignment, len(latent.latent))
     ids, lengths = vocab.batch(texts, langs.tolist())
@@ -127,10 +128,13 @@ def train_smalr(config: SmalrConfig) -> SmalrResult:
         losses = []
         for rows, image_index, partners in tqdm(batches, desc=f"{config.method} epoch {epoch}", leave=False):
             assert partners is not None
-            step = _step_loss(config, net, ids, lengths, lang_ids, image_vectors, train_rows, rows, image_index, partners)
+            step = _step_loss(
+                config, net, ids, lengths, lang_ids, image_vectors, train_rows, rows, image_index, partners
+            )
             optimizer.zero_grad()
             step.backward()
             optimizer.step()
+            net.retract()
             losses.append(float(step.detach()))
         score, _ = heldout_recalls(net, ids, lengths, split.caption_image, langs, image_vectors, held_rows)
         config.history.append({"epoch": epoch, "loss": float(np.mean(losses)), "heldout_rsum": score})
@@ -171,13 +175,15 @@ def _step_loss(
     texts = F.normalize(sentence, dim=-1)
     images = net.images(image_vectors[image_index])
     n = len(first)
-    loss = bidirectional_triplet_loss(images, texts[:n])
+    top = config.top_n
+    loss = bidirectional_triplet_loss(images, texts[:n], top_n=top)
     if len(paired) < 2:
         return loss
-    loss = 0.5 * (loss + bidirectional_triplet_loss(images[paired], texts[n:]))
-    lambda_mask, lambda_adv, lambda_nc = config.lambdas
+    loss = 0.5 * (loss + bidirectional_triplet_loss(images[paired], texts[n:], top_n=top))
+    _lambda_mask, lambda_adv, lambda_nc = config.lambdas
     u_first, u_second = F.normalize(universal[paired], dim=-1), F.normalize(universal[n:], dim=-1)
-    loss = loss + lambda_nc * (neighbourhood_loss(u_first, u_second) + neighbourhood_loss(texts[paired], texts[n:]))
+    nc = neighbourhood_loss(u_first, u_second, top_n=top) + neighbourhood_loss(texts[paired], texts[n:], top_n=top)
+    loss = loss + lambda_nc * nc
     loss = loss + lambda_adv * net.adversary(universal, lang_ids[torch.from_numpy(both)])
     if config.method != "smalr":
         return loss
@@ -189,8 +195,8 @@ def _step_loss(
         + net.mclm_sentence(masked_sentence[i], masked_sentence[j], sentence[i], sentence[j])
     )
     masked_texts = F.normalize(masked_sentence, dim=-1)
-    loss_masked = bidirectional_triplet_loss(images, masked_texts[:n])
-    return loss + 0.5 * (loss_masked + bidirectional_triplet_loss(images[paired], masked_texts[n:]))
+    loss_masked = bidirectional_triplet_loss(images, masked_texts[:n], top_n=top)
+    return loss + 0.5 * (loss_masked + bidirectional_triplet_loss(images[paired], masked_texts[n:], top_n=top))
 
 
 @torch.no_grad()
@@ -209,7 +215,9 @@ def heldout_recalls(
     net.eval()
     images_held = np.unique(caption_image[rows])
     position = {int(image): k for k, image in enumerate(images_held)}
-    queries = torch.cat([net.query_vectors(*padded(ids, lengths, rows[s : s + 1024])) for s in range(0, len(rows), 1024)])
+    queries = torch.cat(
+        [net.query_vectors(*padded(ids, lengths, rows[s : s + 1024])) for s in range(0, len(rows), 1024)]
+    )
     pool = image_vectors[torch.from_numpy(images_held)].numpy()
     report = {}
     for lang in sorted(set(langs[rows].tolist())):
@@ -220,7 +228,9 @@ def heldout_recalls(
     return float(sum(recall_sum(block) for block in report.values())), report
 
 
-def _save(result: SmalrResult, config: SmalrConfig, pretrain_history: list[float], n_specific: int, n_rare: int) -> None:
+def _save(
+    result: SmalrResult, config: SmalrConfig, pretrain_history: list[float], n_specific: int, n_rare: int
+) -> None:
     recipe = {
         key: (str(value) if isinstance(value, Path) else value)
         for key, value in vars(config).items()
@@ -231,7 +241,11 @@ def _save(result: SmalrResult, config: SmalrConfig, pretrain_history: list[float
         "best_epoch": result.best_epoch,
         "history": config.history,
         "pretrain_history": pretrain_history,
-        "vocabulary": {"specific_words": n_specific, "rare_words": n_rare, "latent_tokens": result.tower.vocab.n_latent},
+        "vocabulary": {
+            "specific_words": n_specific,
+            "rare_words": n_rare,
+            "latent_tokens": result.tower.vocab.n_latent,
+        },
         "heldout": result.heldout,
         "parameters": result.parameters,
         "seconds": round(result.seconds, 1),

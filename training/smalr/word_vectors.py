@@ -69,5 +69,6 @@ def _fasttext_features(words: list[tuple[str, str]], folder: Path) -> np.ndarray
         by_lang[lang] = read_vec(path, (word for word_lang, word in words if word_lang == lang))
     dim = len(next(iter(next(iter(by_lang.values())).values()), np.zeros(1)))
     known = [v for table in by_lang.values() for v in table.values()]
-    fallback = np.mean(known, axis=0) if known else np.zeros(dim, dtype=np.float32)  # out-of-FastText words
+    # words FastText does not know take the mean vector
+    fallback: np.ndarray = np.mean(known, axis=0) if known else np.zeros(dim, dtype=np.float32)
     return np.stack([by_lang[lang].get(word, fallback) for lang, word in words])
