@@ -106,12 +106,14 @@ def main() -> None:
     settings = IndexerSettings()
     report["shipped"] = shipped_counts(settings.resolved_models_dir)
     for folder in args.towers:
-        training = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8"))["training"]
+        training = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8")).get("training", {})
         report["towers"][folder.name] = {  # type: ignore[index]
-            "parameters": training["parameters"],
+            "parameters": training.get("parameters"),  # SMALR towers; the shipped ones are counted above
             "latency": latency(folder, queries, args.repeat),
         }
-    report["image_branch"] = image_branch_costs(args.towers[0], 6993)
+    smalr = [folder for folder in args.towers if "joint_dim" in json.loads((folder / CONFIG_NAME).read_text())]
+    if smalr:
+        report["image_branch"] = image_branch_costs(smalr[0], 6993)
     report["load_average_after"] = os.getloadavg()
     print(json.dumps(report, indent=2))
     if args.json:

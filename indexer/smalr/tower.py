@@ -19,21 +19,19 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save
+from safetensors.torch import load_file
 from torch import nn
 
-from indexer.atomic import atomic_open, atomic_write_json
-from indexer.image_space import ImageSpace
 from indexer.smalr.gru import gru_last_hidden
 from indexer.smalr.vocab import SmalrVocab
-from indexer.tower import CONFIG_NAME, WEIGHTS_NAME
+from indexer.tower import CONFIG_NAME, WEIGHTS_NAME, SavedTower
 from indexer.unit import unit_rows
 
 KIND = "smalr"
 TEXT_ENCODER = "smalr"  # the tower is its own text encoder (tokenizer + vocabulary + GRU)
 
 
-class SmalrTower(nn.Module):
+class SmalrTower(SavedTower):
     def __init__(
         self,
         vocab: SmalrVocab,
@@ -68,14 +66,6 @@ class SmalrTower(nn.Module):
     def text_encoder(self) -> str:
         return TEXT_ENCODER
 
-    @property
-    def image_encoder(self) -> str:
-        return str(self.config["image_encoder"])
-
-    @property
-    def image_space(self) -> ImageSpace:
-        return ImageSpace.from_config(self.config["image_space"])
-
     def _gru_weights(self) -> list[np.ndarray]:
         names = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
         return [getattr(self.gru, name).detach().numpy() for name in names]
@@ -102,13 +92,9 @@ class SmalrTower(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def save_pretrained(self, folder: Path, extra: dict[str, Any] | None = None) -> None:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in self.state_dict().items()}
-        with atomic_open(folder / WEIGHTS_NAME) as handle:
-            handle.write(save(tensors))
-        self.vocab.save(folder)
-        atomic_write_json(folder / CONFIG_NAME, {**self.config, **(extra or {})})
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        self.vocab.save(folder)  # before config.json: a folder with a config is a complete tower
+        super().save_pretrained(folder, extra)
 
     @classmethod
     def from_pretrained(cls, folder: Path) -> SmalrTower:

@@ -1,0 +1,47 @@
+"""Markdown rows of docs/results.md "Issue 15: SMALR" from the JSON in this folder.
+
+python docs/results/r15/tables.py
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HERE = Path(__file__).parent
+LANGS = ("en", "de", "fr", "cs")
+NAMES = {"la": "LA (latent vocabulary only)", "hem": "HEM", "smalr": "SMALR (HEM + MCLM + L_nc + L_adv)"}
+
+
+def main() -> None:
+    print("| model | " + " | ".join(f"{lang} R@1 / R@5 / R@10 / mR" for lang in LANGS) + " | A |")
+    print("| --- |" + " ---: |" * (len(LANGS) + 1))
+    for name, title in NAMES.items():
+        path = HERE / f"{name}.json"
+        if not path.exists():
+            continue
+        report = json.loads(path.read_text())
+        cells = []
+        for lang in LANGS:
+            block = report["languages"][lang]
+            t2i = block["t2i"]
+            cells.append(f"{t2i['r1']:.3f} / {t2i['r5']:.3f} / {t2i['r10']:.3f} / {block['mR']:.3f}")
+        print(f"| {title} | " + " | ".join(cells) + f" | {report['A']:.3f} |")
+    print()
+    print("| model | trained parameters | parameters at query time | best epoch | held-out rsum | seconds |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, title in NAMES.items():
+        path = HERE / f"{name}.config.json"
+        if not path.exists():
+            continue
+        training = json.loads(path.read_text())["training"]
+        counts = training["parameters"]
+        best = max(training["history"], key=lambda h: h["heldout_rsum"])
+        print(
+            f"| {title} | {counts['training']:,} | {counts['query_time']:,} | {training['best_epoch']} "
+            f"| {best['heldout_rsum']:.3f} | {training['seconds']:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
