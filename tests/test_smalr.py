@@ -22,6 +22,7 @@ from indexer.image_space import ImageSpace
 from indexer.query import QueryPipeline, load_models
 from indexer.smalr import SmalrEmbedder, SmalrTower, SmalrVocab, tokenize
 from training.smalr.batching import mask_words
+from training.smalr.network import SmalrNetwork
 from training.smalr.vocabulary import build_word_list, compact_assignment, to_vocab
 from training.smalr.word_vectors import pca, read_vec
 
@@ -84,6 +85,16 @@ def test_read_vec_and_pca(tmp_path: Path) -> None:
     assert reduced.shape == (10, 3) and np.allclose(reduced.mean(axis=0), 0, atol=1e-5)
 
 
+def test_parameter_counts_leave_unused_mclm_heads_out() -> None:
+    vocab = tiny_vocab()
+    net = SmalrNetwork(vocab, torch.zeros(vocab.n_specific, 3), torch.zeros(2, 6), torch.nn.Linear(3, 6), 10, 5, 4)
+    heads = (12 * 12 + 12) + (8 * 8 + 8)  # [S_i; S_j] → [S_i'; S_j'] for word dim 6 and joint dim 4
+    assert net.trainable_parameters(with_mclm=True) - net.trainable_parameters(with_mclm=False) == heads
+    tower = net.export("fake-grid", {"kind": "l2"}, "hem")
+    projection = tower.projection.detach()
+    assert torch.allclose(projection @ projection.T, torch.eye(4), atol=1e-5)  # export makes the rows orthonormal
+
+
 def test_masking_keeps_a_word_and_never_masks_padding() -> None:
     torch.manual_seed(0)
     ids = torch.tensor([[5, 6, 7], [8, 0, 0]])
@@ -109,6 +120,7 @@ def test_train_smalr_then_evaluate_through_the_cli(
     assert config["kind"] == "smalr" and config["method"] == method
     counts = config["training"]["parameters"]
     assert 0 < counts["query_time"] < counts["training"]
+    assert json.loads((tmp_path / "held.json").read_text())["parameters"] == counts
     vocabulary = config["training"]["vocabulary"]
     assert vocabulary["specific_words"] == (0 if method == "la" else 12) and vocabulary["latent_tokens"] <= 6
     assert set(json.loads((tmp_path / "held.json").read_text())["heldout"]) == {"de", "en", "fr"}
@@ -133,8 +145,10 @@ def test_train_smalr_user_errors(toy: Path, tmp_path: Path) -> None:  # noqa: F8
 
 
 def test_search_serves_a_smalr_tower(
-    service_settings: ServiceSettings, photo_paths: list[Path], tmp_path: Path
-) -> None:  # noqa: F811
+    service_settings: ServiceSettings,  # noqa: F811
+    photo_paths: list[Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     tower = tiny_tower(tiny_vocab())
     tower.save_pretrained(tmp_path / "smalr")
     settings = service_settings.model_copy(update={"tower_path": tmp_path / "smalr"})

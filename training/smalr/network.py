@@ -119,5 +119,7 @@ class SmalrNetwork(nn.Module):
             tower.projection.copy_(self.image_map.weight)
         return tower.eval()
 
-    def trainable_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+    def trainable_parameters(self, with_mclm: bool) -> int:
+        """Parameters the method trains (LA and HEM leave the MCLM heads out)."""
+        unused = set() if with_mclm else {*self.mclm_universal.parameters(), *self.mclm_sentence.parameters()}
+        return sum(p.numel() for p in self.parameters() if p.requires_grad and p not in unused)

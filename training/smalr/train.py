@@ -148,7 +148,7 @@ def train_smalr(config: SmalrConfig) -> SmalrResult:
     net.eval()
     _, heldout = heldout_recalls(net, ids, lengths, split.caption_image, langs, image_vectors, held_rows)
     tower = net.export(image_encoder.name, space.to_config(), config.method)
-    parameters = {"training": net.trainable_parameters(), "query_time": tower.parameter_count()}
+    parameters = {"training": net.trainable_parameters(config.method == "smalr"), "query_time": tower.parameter_count()}
     result = SmalrResult(tower, best[1], heldout, parameters, time.perf_counter() - started)
     _save(result, config, latent.history, words.n_specific, words.n_rare)
     return result
