@@ -11,6 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 LANGS = ("en", "de", "fr", "cs")
 NAMES = {"la": "LA (latent vocabulary only)", "hem": "HEM", "smalr": "SMALR (HEM + MCLM + L_nc + L_adv)"}
+NAMES.update({f"{name}-long": f"{title}, 40-epoch budget" for name, title in list(NAMES.items())})
 # the towers they are compared with, from earlier rounds (same dev pool and languages)
 BASELINES = {
     "../served-main.json": "shipped main tower, served alone (muse+e5-small, InfoNCE; POLYGLOT_FAST_TOWER=off)",
