@@ -37,7 +37,30 @@ class L2Norm(nn.Module):
         return F.normalize(x, dim=-1)
 
 
-class TextTower(nn.Module):
+class SavedTower(nn.Module):
+    """What every tower folder shares: ``config`` (its encoders, image space, model card) and the writing of
+    ``config.json`` + ``model.safetensors``. :class:`TextTower` and :class:`indexer.smalr.SmalrTower` extend it."""
+
+    config: dict[str, Any]
+
+    @property
+    def image_encoder(self) -> str:
+        return str(self.config["image_encoder"])
+
+    @property
+    def image_space(self) -> ImageSpace:
+        return ImageSpace.from_config(self.config["image_space"])
+
+    def save_pretrained(self, folder: Path, extra: dict[str, Any] | None = None) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in self.state_dict().items()}
+        with atomic_open(folder / WEIGHTS_NAME) as handle:
+            handle.write(save(tensors))
+        atomic_write_json(folder / CONFIG_NAME, {**self.config, **(extra or {})})
+
+
+class TextTower(SavedTower):
     def __init__(
         self,
         input_dim: int,
@@ -81,14 +104,6 @@ class TextTower(nn.Module):
     def text_encoder(self) -> str:
         return str(self.config["text_encoder"])
 
-    @property
-    def image_encoder(self) -> str:
-        return str(self.config["image_encoder"])
-
-    @property
-    def image_space(self) -> ImageSpace:
-        return ImageSpace.from_config(self.config["image_space"])
-
     def forward(self, sentence_embeddings: torch.Tensor) -> torch.Tensor:
         return self.mlp(sentence_embeddings)
 
@@ -111,14 +126,6 @@ class TextTower(nn.Module):
             elif not isinstance(layer, nn.Dropout):  # dropout is the identity at inference
                 raise TypeError(f"no numpy inference for layer {type(layer).__name__}")
         return unit_rows(x).astype(np.float32, copy=False)
-
-    def save_pretrained(self, folder: Path, extra: dict[str, Any] | None = None) -> None:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in self.state_dict().items()}
-        with atomic_open(folder / WEIGHTS_NAME) as handle:
-            handle.write(save(tensors))
-        atomic_write_json(folder / CONFIG_NAME, {**self.config, **(extra or {})})
 
     @staticmethod
     def read_config(folder: Path) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from app.cli.align_cmd import ALIGN_METHODS, AlignOptions, run_alignment
 from app.cli.evaluate_cmd import USER_ERRORS, check_data, fail, print_evaluation
+from app.cli.smalr_cmd import SMALR_METHODS, SmalrOptions, run_smalr
 from indexer.indexer_settings import IndexerSettings
 from training.choices import LOSS_NAMES, SPACES
 
@@ -98,13 +99,31 @@ def register(cli: typer.Typer) -> None:
         c2c_json: Path | None = typer.Option(None, help="Also write the dev caption→caption R@1 table here."),
         method: str = typer.Option(
             "tower",
-            help=f"What to train: tower (the text tower), or a DPCCA-family alignment of two languages: "
-            f"{', '.join(ALIGN_METHODS)} (--langs x,y).",
+            help=f"What to train: tower (the text tower), a DPCCA-family alignment of two languages: "
+            f"{', '.join(ALIGN_METHODS)} (--langs x,y), or a SMALR tower: {', '.join(SMALR_METHODS)}.",
+        ),
+        k_specific: int = typer.Option(5000, min=0, help="SMALR/HEM: language-specific words per language (K)."),
+        latent_size: int = typer.Option(40000, min=1, help="SMALR/HEM/LA: latent vocabulary size before pruning."),
+        word_features: str = typer.Option(
+            "encoder:muse",
+            help="SMALR: word features, encoder:NAME (the word through a bundled encoder) or "
+            "fasttext:DIR (DIR/cc.<lang>.300.vec); PCA to 50-d.",
+        ),
+        smalr_dims: str = typer.Option(
+            "200,256,256", help="SMALR: word embedding, GRU hidden, joint widths (the paper's: 512 words, 512 joint)."
+        ),
+        pretrain_epochs: int = typer.Option(5, min=0, max=100, help="SMALR: epochs of latent-vocabulary pretraining."),
+        mask_rate: float = typer.Option(0.2, min=0.0, max=0.9, help="SMALR: share of words MCLM masks."),
+        triplet_top_n: int = typer.Option(
+            10, min=1, help="SMALR: most violated negatives per anchor in its triplet losses (paper: 10)."
         ),
         cca_dim: int = typer.Option(128, min=1, help="Alignment methods: dimension L of the shared space."),
         cca_eps: float = typer.Option(1e-3, min=0.0, help="Alignment methods: ε added to covariance diagonals."),
         holdout: float = typer.Option(
-            0.1, min=0.0, max=0.5, help="Alignment methods: share of the training images held out for selection."
+            0.1,
+            min=0.0,
+            max=0.5,
+            help="Alignment and SMALR methods: share of the training images held out for selection.",
         ),
         time_constant: float = typer.Option(0.9, min=0.0, max=0.999, help="Deep alignments: covariance ρ (Eq. 12)."),
         activation: str = typer.Option("tanh", help="Deep alignments: tanh, sigmoid or relu."),
@@ -139,8 +158,7 @@ def register(cli: typer.Typer) -> None:
         ),
         init_from: Path | None = typer.Option(None, help="--disjoint: fine-tune this tower instead of a new one."),
     ) -> None:
-        """Train the text tower on frozen, cached features; save it with a model card. With --method, train a
-        DPCCA-family alignment of two languages instead (training/align.py)."""
+        """Train the text tower on cached features (a DPCCA-family alignment or a SMALR model with --method)."""
         import torch
 
         from indexer.atomic import atomic_write_json
@@ -159,6 +177,21 @@ def register(cli: typer.Typer) -> None:
             loss = "vse" if defaults["loss"] else loss
             dev_split = "heldout" if defaults["dev_split"] else dev_split
             langs = "" if defaults["langs"] else langs
+        if method in SMALR_METHODS:
+            if disjoint:
+                raise fail("--method la|hem|smalr trains on one --data folder (no --disjoint)")
+            torch.set_num_threads(threads or settings.torch_threads or 1)
+            try:
+                run_smalr(
+                    settings, method, data[0], out, split, parse_langs(langs), image_encoder, image_space_from,
+                    SmalrOptions(k_specific, latent_size, word_features, smalr_dims, pretrain_epochs, mask_rate,
+                                 triplet_top_n),
+                    holdout, max_images, captions_per_lang, epochs, patience, batch_size, lr, seed,
+                    command_line(ctx), json_out,
+                )  # fmt: skip
+            except USER_ERRORS as exc:
+                raise fail(str(exc)) from None
+            return
         if method != "tower":
             if threads or settings.torch_threads:
                 torch.set_num_threads(threads or settings.torch_threads or 1)

@@ -1,9 +1,10 @@
 """Every model of the query pipeline, built from settings in one place.
 
 The service's lifespan, the CLI, the tagger, ``polyglot evaluate`` and the benchmarks all call
-:func:`load_models`: the main text tower (with its language bridge), the optional fast tower, the English-gloss
-dictionaries, the caption alignments (with the sentence encoder each reads) and the image encoder are wired and
-checked the same way everywhere.
+:func:`load_models`: the main text tower (with its language bridge; or a SMALR tower, :mod:`indexer.smalr`,
+which carries its own text model), the optional fast tower, the English-gloss dictionaries, the caption
+alignments (with the sentence encoder each reads) and the image encoder are wired and checked the same way
+everywhere.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from indexer.glosses import LexiconTranslator
 from indexer.image_space import ImageSpace
 from indexer.indexer_settings import IndexerSettings
 from indexer.query.clc import ClcClassifier
+from indexer.smalr import SmalrEmbedder, is_smalr_folder
 from indexer.translation.base import QueryTranslator
 
 T = TypeVar("T")
@@ -205,6 +207,10 @@ def load_clc(
 def _load_text(
     folder: Path, settings: IndexerSettings, bridge: bool, sentence_cache: Path | None, threads: int | None
 ) -> TextEmbedder:
+    if is_smalr_folder(folder):  # a SMALR tower is its own text encoder (tokenizer, vocabulary, GRU)
+        smalr = SmalrEmbedder.from_folder(folder)
+        smalr.load()
+        return smalr
     embedder = TextEmbedder.from_tower(
         folder,
         settings.resolved_models_dir,
