@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_train_cli import invoke
+from test_train_cli import toy as toy_data  # noqa: F401  (the fixture with the toy encoders)
 
 import training.disjoint as disjoint_module
 import training.pseudopairs as pseudopairs_module
-from tests.test_train_cli import invoke
-from tests.test_train_cli import toy as toy_data  # noqa: F401  (the fixture with the toy encoders)
 from training.pseudopairs import hubness, keep_mask, match
 from training.synthetic import ToyImageEncoder, ToyTextEncoder
 
