@@ -70,7 +70,9 @@ B() { # Table 5: aligned de+pt (c2c) on one half + Portuguese-only other half; p
     pseudo B-base $C/dept-pt/dept $C/dept-pt/pt $f $C/pseudo/B-$f --with-originals
     train "B-pseudo-$f-ft" --data $C/dept-pt/dept --data $C/pseudo/B-$f --init-from var/towers/r7/B-base
   done
-  train B-pseudo-all --data $C/dept-pt/dept --data $C/pseudo/B-all # restart: only for the unfiltered set (time)
+  for f in all top25 drop-bottom25; do # restart from scratch on the same sets
+    train "B-pseudo-$f" --data $C/dept-pt/dept --data $C/pseudo/B-$f
+  done
 }
 
 C() { # Table 6: disjoint Chinese (native) | English halves; + machine-translated Chinese of the English half
