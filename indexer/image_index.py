@@ -5,6 +5,7 @@ On disk (one folder, ``settings.resolved_index_dir``)::
     index.json        sidecar: format version, encoder, dim, index type, image space, count, times, versions
     vectors.faiss     FAISS index of unit vectors, id = SQL primary key (all kinds but ivf-pq-mmap)
     ivf-pq-mmap/g*/   ivf-pq-mmap: codes + memory-mapped vectors (indexer/store/vector_files.py)
+    (milvus-*)        POLYGLOT_INDEX_BACKEND=milvus: the vectors in a Milvus collection named in index.json instead
     metadata.sqlite   image metadata (unless POLYGLOT_DATABASE_URL points elsewhere, e.g. PostgreSQL)
     uploads/          images uploaded through the service, named <sha256><ext>
 
@@ -38,22 +39,14 @@ from indexer.encoders.factory import image_encoder_from_settings
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.indexer_settings import IndexerSettings
+from indexer.store import opening
 from indexer.store.core import DB_NAME, AddReport, IndexCore, Prepared
 from indexer.store.index_kinds import choose_kind
 from indexer.store.index_stats import index_stats
 from indexer.store.ingest import FileBatch, Item, read_files, upload_suffix
 from indexer.store.locks import IndexBusyError
 from indexer.store.metadata import ImageRecord, MetadataStore, sqlite_url
-from indexer.store.opening import (
-    IndexMismatchError,
-    IndexNotFoundError,
-    check_encoder,
-    create_sidecar,
-    default_image_space,
-    is_stale,
-    read_sidecar,
-    space_config,
-)
+from indexer.store.opening import IndexMismatchError, IndexNotFoundError
 from indexer.store.rebuilding import rebuild_vectors
 from indexer.store.uploads import UPLOADS_DIR
 from indexer.store.vector_files import load_vectors, vector_bytes
@@ -98,13 +91,13 @@ class ImageIndex(IndexCore):
         ``progress`` shows a bar for that rebuild.
         """
         folder = Path(settings.resolved_index_dir)
-        sidecar = read_sidecar(folder, create=create)
+        sidecar = opening.read_sidecar(folder, create=create)
         encoder = encoder or image_encoder_from_settings(settings)
-        check_encoder(folder, sidecar, encoder)
-        space = image_space or default_image_space(settings)
-        stale = is_stale(folder, sidecar, space, rebuild_if_stale=rebuild_if_stale)
+        opening.check_encoder(folder, sidecar, encoder)
+        space = image_space or opening.default_image_space(settings)
+        stale = opening.is_stale(folder, sidecar, space, rebuild_if_stale=rebuild_if_stale)
         if sidecar is None:
-            sidecar = create_sidecar(folder, encoder, space)
+            sidecar = opening.create_sidecar(folder, encoder, space)
         store = MetadataStore(settings.database_url or sqlite_url(folder / DB_NAME))
         vectors = load_vectors(folder, sidecar, settings.vector_index)
         index = cls(folder, settings, encoder, space, sidecar, store, vectors, settings.vector_index)
@@ -289,7 +282,7 @@ class ImageIndex(IndexCore):
                 self.store.delete([i for i, _, path in keys if path in lost])
             with self._rw.write():
                 self._vectors = fresh
-            self.sidecar.image_space = space_config(self._space)
+            self.sidecar.image_space = opening.space_config(self._space)
             self._persist()  # names the new vector files in the sidecar, then deletes the old ones
             report.added = len(fresh) if fresh is not None else 0
         return report
