@@ -10,13 +10,12 @@ from fastapi import APIRouter, File, HTTPException, Query, UploadFile, status
 
 from app.deps import EngineDep
 from app.engine import Engine
-from app.routers.common import FormImageId, ImageId, record_or_404, upload_vector
+from app.routers.common import FormImageId, ImageId, checked_query, record_or_404, upload_vector
 from app.schemas.captions import CaptionResult, CaptionSearchResponse, CaptionsResponse
 from app.schemas.search import SCORE_DOC
 from indexer.captions import CaptionHit
 from indexer.captions.cross_lingual import CaptionSearchError
 from indexer.query.language import detect_language
-from indexer.query.query_text import clean_query
 
 router = APIRouter(tags=["captions"])
 
@@ -87,17 +86,7 @@ async def search_captions(
     ] = None,
     k: CaptionK = 5,
 ) -> CaptionSearchResponse:
-    query = clean_query(q)
-    if not query:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            "empty query: q must contain some visible text (not only spaces, zero-width or control characters)",
-        )
-    limit = engine.settings.max_query_chars
-    if len(query) > limit:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, f"query too long: {len(query)} characters, the limit is {limit}"
-        )
+    query = checked_query(engine, q)
     code = lang.strip().lower() if lang is not None else detect_language(query)[0]
     if not code:
         raise HTTPException(

@@ -1,4 +1,4 @@
-"""Helpers shared by the routers: bounded upload reading, image decoding off the event loop, URLs."""
+"""Helpers shared by the routers: bounded upload reading, image decoding off the event loop, URLs, query text."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pydantic import BeforeValidator
 from app.engine import Engine
 from app.schemas.images import ImageInfo, ImageMetadata
 from indexer.images import ImageDecodeError, decode_image
+from indexer.query.query_text import clean_query
 from indexer.store.metadata import ImageRecord
 
 _CHUNK = 1 << 20
@@ -95,3 +96,19 @@ async def record_or_404(engine: Engine, image_id: int) -> ImageRecord:
     if record is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no image with id {image_id} in the index")
     return record
+
+
+def checked_query(engine: Engine, q: str) -> str:
+    """``q`` cleaned (indexer.query.query_text), or a 422 when nothing visible is left or it is too long."""
+    query = clean_query(q)
+    if not query:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            "empty query: q must contain some visible text (not only spaces, zero-width or control characters)",
+        )
+    limit = engine.settings.max_query_chars
+    if len(query) > limit:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"query too long: {len(query)} characters, the limit is {limit}"
+        )
+    return query

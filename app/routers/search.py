@@ -10,12 +10,11 @@ from fastapi import APIRouter, File, HTTPException, Query, UploadFile, status
 from app.deps import EngineDep
 from app.engine import Engine
 from app.language_names import language_names
-from app.routers.common import FormImageId, image_url, record_or_404, thumbnail_url, upload_vector
+from app.routers.common import FormImageId, checked_query, image_url, record_or_404, thumbnail_url, upload_vector
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
 from indexer.image_index import Hit
 from indexer.query.clc import ClcError, ClcMode
 from indexer.query.language import detect_language
-from indexer.query.query_text import clean_query
 
 router = APIRouter(tags=["search"])
 
@@ -125,17 +124,7 @@ async def search_text(
         mode = engine.pipeline.check_clc(clc)
     except ClcError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-    query = clean_query(q)
-    if not query:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            "empty query: q must contain some visible text (not only spaces, zero-width or control characters)",
-        )
-    limit = engine.settings.max_query_chars
-    if len(query) > limit:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, f"query too long: {len(query)} characters, the limit is {limit}"
-        )
+    query = checked_query(engine, q)
     # Both cheap enough for the event loop: a set lookup, or py3langid's ~50 µs for a detected language (a hop
     # to the thread pool cost more than the detection; queries are at most max_query_chars long).
     language = _language(engine, query, lang)
