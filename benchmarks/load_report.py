@@ -54,41 +54,21 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {r['clients']} | {r['requests']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} |"
             f" {r['mean_ms']} | {r['errors'] or 'none'} | {runs} |"
         )
-    if report.get("mixed_by_lang"):
-        lines += [
-            "",
-            "The mixed load, each language's own latency: one wrk per language at the same time against the same "
-            "server (the connections split between the languages in turn, e.g. 8 over 7: en 2, the others 1; each "
-            "wrk its own latency histogram):",
-            "",
-            "| lang | route | connections | req/s | p50 ms | p95 ms | p99 ms | all runs: req/s, p50 / p99 ms |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
-        ]
-        for lang, rows in report["mixed_by_lang"].items():
-            for r in rows:
-                runs = "; ".join(f"{run['rps']}, {run['p50_ms']} / {run['p99_ms']}" for run in r.get("runs", [r]))
-                route = report.get("routes", {}).get(lang, "?")
-                lines.append(
-                    f"| {lang} | {route} | {r['clients']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} "
-                    f"| {runs} |"
-                )
-    if report.get("per_lang"):
-        lines += [
-            "",
-            "Each language on its own (the same server, every query a distinct dev caption of that language; "
-            "`route`: the tower(s) that answered, from the server's answers):",
-            "",
-            "| lang | route | clients | req/s | p50 ms | p95 ms | p99 ms | all runs: req/s, p50 / p99 ms |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
-        ]
-        for lang, rows in report["per_lang"].items():
-            for r in rows:
-                runs = "; ".join(f"{run['rps']}, {run['p50_ms']} / {run['p99_ms']}" for run in r.get("runs", [r]))
-                route = report.get("routes", {}).get(lang, "?")
-                lines.append(
-                    f"| {lang} | {route} | {r['clients']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} "
-                    f"| {runs} |"
-                )
+    lines += language_table(
+        report,
+        "mixed_by_lang",
+        "The mixed load, each language's own latency: one wrk per language at the same time against the same "
+        "server (the connections split between the languages in turn, e.g. 8 over 7: en 2, the others 1; each "
+        "wrk its own latency histogram):",
+        "connections",
+    )
+    lines += language_table(
+        report,
+        "per_lang",
+        "Each language on its own (the same server, every query a distinct dev caption of that language; "
+        "`route`: the tower(s) that answered, from the server's answers):",
+        "clients",
+    )
     lines += [
         "",
         "Reference: `GET /health` through the same server and client (no search work: HTTP stack + load generator):",
@@ -101,3 +81,25 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {b['clients']} | {b['requests']} | {b['rps']} | {b['p50_ms']} | {b['p95_ms']} | {b['p99_ms']} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def language_table(report: dict[str, Any], key: str, intro: str, count: str) -> list[str]:
+    """One row per language and level of ``report[key]`` (none when the report has no such runs)."""
+    if not report.get(key):
+        return []
+    lines = [
+        "",
+        intro,
+        "",
+        f"| lang | route | {count} | req/s | p50 ms | p95 ms | p99 ms | all runs: req/s, p50 / p99 ms |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for lang, rows in report[key].items():
+        route = report.get("routes", {}).get(lang, "?")
+        for r in rows:
+            runs = "; ".join(f"{run['rps']}, {run['p50_ms']} / {run['p99_ms']}" for run in r.get("runs", [r]))
+            lines.append(
+                f"| {lang} | {route} | {r['clients']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} "
+                f"| {runs} |"
+            )
+    return lines
