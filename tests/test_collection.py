@@ -31,6 +31,18 @@ def assert_consistent(index: ImageIndex) -> None:
     assert index.info["count"] == len(faiss_ids)
 
 
+def assert_finds_then_forgets(index: ImageIndex, image_id: int) -> np.ndarray:
+    """An image's own vector finds it first with score 1 (exact re-ranking); once removed it is never found.
+    Returns that vector (a caller checks the removal again after reopening)."""
+    query = index.vector(image_id)
+    assert query is not None
+    best = index.search(query, k=3)[0]
+    assert best[0].id == image_id and best[0].score == pytest.approx(1.0, abs=1e-5)  # re-ranked exactly
+    assert index.remove([image_id]) == 1
+    assert all(hit.id != image_id for hit in index.search(query, k=5)[0])
+    return query
+
+
 def test_add_skips_unchanged_and_search_finds_each_image(
     tmp_settings: IndexerSettings, image_folder: Path, fake_encoder: FakeImageEncoder
 ) -> None:
@@ -176,12 +188,7 @@ def test_growth_into_pq_refine_keeps_exact_scores_and_removal(
         assert index.stats()["index_type"] == "flat"
         index.add_paths(paths, progress=False)
         assert index.stats()["index_type"] == "pq-refine" and len(index) == len(paths)
-        query = index.vector(42)
-        assert query is not None
-        best = index.search(query, k=3)[0]
-        assert best[0].id == 42 and best[0].score == pytest.approx(1.0, abs=1e-5)  # re-ranked exactly
-        assert index.remove([42]) == 1
-        assert all(hit.id != 42 for hit in index.search(query, k=5)[0])
+        assert_finds_then_forgets(index, 42)
         assert_consistent(index)
     with open_index(settings, FakeImageEncoder(0)) as reopened:
         assert reopened.stats()["index_type"] == "pq-refine" and len(reopened) == len(paths) - 1

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FakeImageEncoder, write_random_images
-from test_collection import assert_consistent, open_index
+from test_collection import assert_consistent, assert_finds_then_forgets, open_index
 
 from indexer.indexer_settings import IndexerSettings
 from indexer.store.index_kinds import MMAP_KIND, PQ_MIN_VECTORS, VectorIndexSettings
@@ -82,12 +82,7 @@ def test_growth_into_mmap_kind_then_add_and_remove_without_rebuild(
         assert stats["memory_bytes_per_image"] < 0.1 * 4 * 48 * 10  # codes, not vectors, in RAM
         generation = index.info["files"]["vectors"]
         assert generation.startswith(f"{MMAP_KIND}/g") and not (index.folder / "vectors.faiss").exists()
-        query = index.vector(42)
-        assert query is not None
-        best = index.search(query, k=3)[0]
-        assert best[0].id == 42 and best[0].score == pytest.approx(1.0, abs=1e-5)  # re-ranked exactly
-        assert index.remove([42]) == 1
-        assert all(hit.id != 42 for hit in index.search(query, k=5)[0])
+        query = assert_finds_then_forgets(index, 42)
         extra = sorted((tmp_path / "in").iterdir())[-2:]
         assert index.add_paths(extra, progress=False).added == 2
         assert index.info["files"]["vectors"] == generation  # no rebuild: same generation, rows appended
