@@ -24,7 +24,13 @@ def embed_cached(
     progress: Callable[[int], object] | None = None,
     lang: str | None = None,
 ) -> np.ndarray:
-    """``lang``: the texts' language, for the tower's language bridge (None: as encoded)."""
+    """``lang``: the texts' language, for the tower's language bridge (None: as encoded). A tower whose text
+    model gives no sentence embeddings to cache (a SMALR tower: encoder dim 0) embeds the texts directly."""
+    if not text.encoder.dim:
+        vectors = text.embed(texts, lang)
+        if progress is not None:
+            progress(len(texts))
+        return vectors
     sentences = cached_sentences(text.encoder, texts, cache_dir, progress=progress)
     return text.embed_sentences(sentences, lang) if len(texts) else np.zeros((0, text.dim), np.float32)
 

@@ -36,9 +36,5 @@ def load_tagger(
         store=store,
     )
     names = list(dict.fromkeys(tag for tag in map(clean_class_name, models.image_encoder.class_names) if tag))
-    # Through the features cache where the tower reads cacheable sentence embeddings (a SMALR tower's own text
-    # model has none: dim 0).
-    cacheable = text.encoder.dim > 0
-    vectors = embed_cached(text, names, settings.resolved_cache_dir) if cacheable else text.embed(names)
-    tagger.remember_sources(names, vectors)
+    tagger.remember_sources(names, embed_cached(text, names, settings.resolved_cache_dir))
     return tagger
