@@ -152,6 +152,11 @@ def register(cli: typer.Typer) -> None:
             [], help="More caption files of the same schema (repeatable), e.g. ../shared/data/more-langs/*.jsonl."
         ),
         baseline: str | None = typer.Option(None, help="Evaluate a zero-training baseline instead: label-bridge."),
+        imagenet_labels: Path | None = typer.Option(
+            None,
+            help="The wide-domain dev set: --data is ../shared/data/imagenet-samples and this the class names "
+            "(../shared/data/imagenet-labels); each name, per language, is a query with one right photo of 700.",
+        ),
         text_encoder: str | None = typer.Option(None, help="Text encoder for the baseline (default: settings)."),
         image_encoder: str | None = typer.Option(None, help="Image encoder for the baseline (default: settings)."),
         json_out: Path | None = typer.Option(None, "--json", help="Write the recalls (and each language's route)."),
@@ -197,6 +202,13 @@ def register(cli: typer.Typer) -> None:
         from training.served_eval import evaluate_served
 
         settings = IndexerSettings()
+        if imagenet_labels is not None:
+            from training.wide_dev import WideDevError, build_wide_dev
+
+            try:
+                data = build_wide_dev(data, imagenet_labels, settings.resolved_cache_dir / "wide-dev")
+            except WideDevError as exc:
+                raise fail(str(exc)) from None
         check_data(data)
         check_clc_options(clc, translator)
         if baseline not in (None, "label-bridge"):

@@ -112,6 +112,19 @@ class ImageEncoder(Encoder):
         self._require_loaded()
         return np.ascontiguousarray(self._classify(np.atleast_2d(features)), dtype=np.float32)
 
+    def classifier_head(self) -> tuple[np.ndarray, np.ndarray]:
+        """The linear head: weight (dim, num_classes) and bias (num_classes,), float32, each up to a constant
+        over the classes (which softmax cannot see). The student's concept targets are read from it."""
+        self._require_loaded()
+        eye = np.eye(self.dim, dtype=np.float32)
+        # Logits are not exposed, but the head is linear: log-probabilities of the basis vectors and of zero
+        # differ from the logits by one constant per row, which the differences below cancel.
+        zero = np.log(np.maximum(self._classify(np.zeros((1, self.dim), dtype=np.float32)), 1e-30))
+        basis = np.log(np.maximum(self._classify(eye), 1e-30))
+        weight = (basis - basis.mean(axis=1, keepdims=True)) - (zero - zero.mean(axis=1, keepdims=True))
+        bias = zero[0] - zero[0].mean()
+        return weight.astype(np.float32), bias.astype(np.float32)
+
 
 class TextEncoder(Encoder):
     """Multilingual sentence encoder: ``predict`` gives l2-normalised embeddings (n, dim)."""

@@ -73,6 +73,11 @@ class EfficientNetLiteOnnxEncoder(ImageEncoder):
         probabilities = np.exp(logits)
         return probabilities / probabilities.sum(axis=1, keepdims=True)
 
+    def classifier_head(self) -> tuple[np.ndarray, np.ndarray]:
+        self._require_loaded()
+        assert self._head is not None
+        return self._head[0].astype(np.float32), self._head[1].astype(np.float32)
+
     @property
     def class_names(self) -> list[str]:
         return imagenet_class_names()

