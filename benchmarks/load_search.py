@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 CAPTIONS = DATA / "m30k-f8k" / "captions.jsonl"
 MORE_CAPTIONS = DATA / "more-langs" / "f8k-captions.jsonl"  # zh, ja, ar, es, uk captions of the same photos
+HAND_WRITTEN = ROOT / "benchmarks" / "queries"  # ru, id, tr: no dev captions anywhere in shared/data
 
 
 def queries(limit: int, seed: int = 0, langs: tuple[str, ...] = ("en", "de", "fr", "pt")) -> list[tuple[str, str]]:
@@ -49,6 +50,13 @@ def queries(limit: int, seed: int = 0, langs: tuple[str, ...] = ("en", "de", "fr
                 row = json.loads(line)
                 if row["lang"] in by_lang and row["image"] in dev:
                     by_lang[row["lang"]].setdefault(row["text"][:300])
+    for lang in langs:  # languages without dev captions: the hand-written queries of benchmarks/queries/
+        written = HAND_WRITTEN / f"{lang}.txt"
+        if not by_lang[lang] and written.exists():
+            by_lang[lang] = dict.fromkeys(line.strip() for line in written.read_text("utf-8").splitlines() if line)
+    missing = [lang for lang in langs if not by_lang[lang]]
+    if missing:
+        raise SystemExit(f"no queries for {', '.join(missing)}: no dev captions and no benchmarks/queries/<lang>.txt")
     rng = random.Random(seed)
     shuffled = []
     for lang in langs:
