@@ -184,7 +184,7 @@ def forward_by_length(
         p, v = model(*batcher([texts[i] for i in chunk]))
         pooled.append(p)
         vectors.append(v)
-    inverse = torch.from_numpy(np.argsort(order, kind="stable"))
+    inverse = torch.from_numpy(np.argsort(order, kind="stable")).to(pooled[0].device)
     return torch.cat(pooled)[inverse], torch.cat(vectors)[inverse]
 
 
@@ -255,7 +255,7 @@ def train_student(
     teacher_t = torch.from_numpy(teacher).to(recipe.device)
     prototypes = torch.from_numpy(concepts.prototypes).to(recipe.device)
     end = recipe.steps if stop_after is None else min(recipe.steps, start + stop_after)
-    sums = dict.fromkeys(TERMS, 0.0)
+    sums, logged_steps = dict.fromkeys(TERMS, 0.0), 0
     log_path = out / "train-log.jsonl"
     model.train()
     with tqdm(total=recipe.steps, initial=start, desc="student", unit="step") as bar:
@@ -272,12 +272,12 @@ def train_student(
             )
             with torch.no_grad():
                 anchor = frozen(*batcher([batch.texts[i] for i in keep_rows]))
-            keep_index = torch.from_numpy(keep_rows)
+            keep_index = torch.from_numpy(keep_rows).to(recipe.device)
             terms = {
                 "photo": infonce_loss(
                     vectors[:n_photo],
                     image_vectors[batch.photo_images],
-                    torch.from_numpy(batch.photo_images),
+                    torch.from_numpy(batch.photo_images).to(recipe.device),
                     recipe.temperature,
                 ),
                 "distill": distill_loss(
@@ -285,7 +285,7 @@ def train_student(
                 ),
                 "concept": concept_loss(
                     vectors[n_photo + n_trans :],
-                    torch.from_numpy(batch.concept_labels),
+                    torch.from_numpy(batch.concept_labels).to(recipe.device),
                     prototypes,
                     recipe.concept_temperature,
                 ),
@@ -298,18 +298,20 @@ def train_student(
             optimizer.step()
             for name, value in terms.items():
                 sums[name] += float(value.detach())
+            logged_steps += 1
             bar.update(1)
             bar.set_postfix({name[:4]: f"{value.item():.3f}" for name, value in terms.items()})
             done = step + 1
-            if done % recipe.checkpoint_every == 0 or done == end:
-                every = done - (done - 1) // recipe.checkpoint_every * recipe.checkpoint_every
+            evaluating = evaluate is not None and (done % recipe.eval_every == 0 or done == recipe.steps)
+            if done % recipe.checkpoint_every == 0 or evaluating or done == end:
+                # Each term's mean since the last entry: the log shows every term apart.
                 entry: dict[str, Any] = {
                     "step": done,
                     "time": time.time(),
-                    **{name: sums[name] / max(1, every) for name in TERMS},
+                    **{name: sums[name] / logged_steps for name in TERMS},
                 }
-                sums = dict.fromkeys(TERMS, 0.0)
-                if evaluate is not None and (done % recipe.eval_every == 0 or done == recipe.steps):
+                sums, logged_steps = dict.fromkeys(TERMS, 0.0), 0
+                if evaluating and evaluate is not None:
                     model.eval()
                     entry["holdout"] = evaluate(model, batcher)
                     model.train()
