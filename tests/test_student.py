@@ -180,3 +180,16 @@ def test_a_run_can_start_from_a_saved_student(tmp_path: Path) -> None:
     a, b = load_trunk(first).state_dict(), load_trunk(second).state_dict()
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=0, atol=2e-3)  # float16 deltas written twice
+
+
+def test_frozen_layers_stay_as_pretrained(tmp_path: Path) -> None:
+    recipe = tiny_recipe(steps=1)
+    recipe.layers, recipe.frozen_layers = 2, 1
+    folder = train_toy(tmp_path / "student", recipe)
+    from safetensors.torch import load_file
+
+    changed = set(load_file(str(folder / TRUNK_DELTA)))
+    assert changed and all(name.startswith("layers.1.") for name in changed)
+    recipe.frozen_layers = 2
+    with pytest.raises(ValueError, match="frozen_layers"):
+        train_toy(tmp_path / "bad", recipe)

@@ -27,6 +27,7 @@ def register(cli: typer.Typer) -> None:
         ),
         teacher: Path | None = typer.Option(None, help="Teacher tower folder (default: indexer/assets/tower)."),
         layers: int = typer.Option(4, min=1, max=12, help="e5-small layers the student keeps."),
+        frozen_layers: int = typer.Option(0, min=0, max=11, help="Lower layers left as pretrained (no gradient)."),
         steps: int = typer.Option(2000, min=1, help="Optimiser steps."),
         photos_per_step: int = typer.Option(64, min=2, help="Image–caption pairs per step (distinct photos)."),
         translations_per_step: int = typer.Option(48, min=1, help="Translation pairs per step."),
@@ -58,6 +59,7 @@ def register(cli: typer.Typer) -> None:
         settings = IndexerSettings()
         recipe = StudentRecipe(
             layers=layers,
+            frozen_layers=frozen_layers,
             steps=steps,
             photos_per_step=photos_per_step,
             translations_per_step=translations_per_step,

@@ -78,12 +78,17 @@ class E5Encoder(nn.Module):
             _assign(layer.output_norm, weights, f"l{number}.oln", norm=True)
         self.eval()
 
-    def forward(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        length = embeddings.shape[1]
-        x = self.norm(embeddings + self.positions[:length] + self.token_type)
-        # Padding never attends: the same per-text attention as the engine's segments.
-        bias = ((1.0 - mask) * -1e9)[:, None, None, :]
-        for layer in self.layers:
+    def forward(self, embeddings: torch.Tensor, mask: torch.Tensor, frozen_layers: int = 0) -> torch.Tensor:
+        """``frozen_layers``: run the first N layers without recording gradients (training a student whose lower
+        layers stay as pretrained costs their forward pass only)."""
+        with torch.set_grad_enabled(torch.is_grad_enabled() and frozen_layers == 0):
+            length = embeddings.shape[1]
+            x = self.norm(embeddings + self.positions[:length] + self.token_type)
+            # Padding never attends: the same per-text attention as the engine's segments.
+            bias = ((1.0 - mask) * -1e9)[:, None, None, :]
+            for layer in self.layers[:frozen_layers]:
+                x = layer(x, bias)
+        for layer in self.layers[frozen_layers:]:
             x = layer(x, bias)
         return (x * mask[:, :, None]).sum(dim=1) / mask.sum(dim=1, keepdim=True)
 

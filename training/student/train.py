@@ -55,6 +55,9 @@ LENGTH_GROUPS = 4
 @dataclass
 class StudentRecipe:
     layers: int = 4
+    # The first N layers stay as pretrained (no gradient): e5's cross-lingual alignment forms in its last layers
+    # (docs/student.md), so a deep student that trains only its top keeps what the bottom knows, at less cost.
+    frozen_layers: int = 0
     steps: int = 2000
     photos_per_step: int = 64
     translations_per_step: int = 48
@@ -84,13 +87,18 @@ class StudentRecipe:
 class Student(torch.nn.Module):
     """Trunk (e5's first layers) → mean pooling → head. ``forward`` takes token ids looked up outside."""
 
-    def __init__(self, trunk: E5Encoder, head: TextTower) -> None:
+    def __init__(self, trunk: E5Encoder, head: TextTower, frozen_layers: int = 0) -> None:
         super().__init__()
         self.trunk = trunk
         self.head = head
+        self.frozen_layers = frozen_layers
+        for layer in trunk.layers[:frozen_layers]:
+            layer.requires_grad_(False)
+        if frozen_layers:
+            trunk.norm.requires_grad_(False)
 
     def forward(self, embeddings: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        pooled = self.trunk(embeddings, mask)
+        pooled = self.trunk(embeddings, mask, self.frozen_layers)
         return pooled, self.head(F.normalize(pooled, dim=-1))
 
 
@@ -208,6 +216,8 @@ def schedule(step: int, recipe: StudentRecipe) -> float:
 
 
 def new_student(recipe: StudentRecipe, weights: E5Weights, image_encoder: str, space: ImageSpace) -> Student:
+    if not 0 <= recipe.frozen_layers < recipe.layers:
+        raise ValueError(f"frozen_layers must be below layers ({recipe.layers}); got {recipe.frozen_layers}")
     torch.manual_seed(recipe.seed)
     trunk = new_trunk(recipe.layers, weights)
     head = TextTower(
@@ -220,7 +230,7 @@ def new_student(recipe: StudentRecipe, weights: E5Weights, image_encoder: str, s
         image_encoder=image_encoder,
         image_space=space.to_config(),
     )
-    return Student(trunk, head)
+    return Student(trunk, head, recipe.frozen_layers)
 
 
 def train_student(
@@ -246,7 +256,7 @@ def train_student(
     if recipe.init is not None:
         start_from(model, Path(recipe.init))
     groups = [
-        {"params": list(model.trunk.parameters()), "lr": recipe.trunk_lr},
+        {"params": [p for p in model.trunk.parameters() if p.requires_grad], "lr": recipe.trunk_lr},
         {"params": list(model.head.parameters()), "lr": recipe.head_lr},
     ]
     optimizer = torch.optim.AdamW(groups, weight_decay=recipe.weight_decay)
