@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from indexer.store.failures import BackendUnavailableError, first_line
 from indexer.store.index_kinds import VectorIndexSettings
 from indexer.store.vectors import SearchResult, _as_ids, _as_matrix, checked_additions
 
@@ -38,6 +39,35 @@ MAX_TOPK = 16_384  # Milvus refuses larger limits
 
 class VectorBackendError(RuntimeError):
     """The configured vector backend cannot be used: its client is not installed or its server not reachable."""
+
+
+class VectorServerError(BackendUnavailableError, VectorBackendError):
+    """A call to the Milvus server failed (down, restarting, timed out): an outage, not a bug of the caller."""
+
+
+class GuardedClient:
+    """A ``MilvusClient`` whose every call is bounded by ``POLYGLOT_INDEX_MILVUS_TIMEOUT`` and whose failures
+    are :class:`VectorServerError` (one line with the address): the service answers them 503 with Retry-After,
+    the CLI prints the line. Without it a dead server gave a traceback from deep in gRPC, and a 500."""
+
+    def __init__(self, client: Any, settings: VectorIndexSettings) -> None:
+        self._client = client
+        self._uri = settings.milvus_uri
+        self._timeout = settings.milvus_timeout
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
+        if not callable(method) or name.startswith("_") or name in ("create_schema", "prepare_index_params"):
+            return method
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("timeout", self._timeout)
+            try:
+                return method(*args, **kwargs)
+            except Exception as exc:  # pymilvus raises MilvusException and raw gRPC errors alike
+                raise VectorServerError("vectors", f"Milvus at {self._uri}: {first_line(exc)}") from exc
+
+        return call
 
 
 def _not_mvcc_notice(record: logging.LogRecord) -> bool:
@@ -56,7 +86,10 @@ def connect(settings: VectorIndexSettings) -> Any:
     if _not_mvcc_notice not in iterator_log.filters:
         iterator_log.addFilter(_not_mvcc_notice)
     try:
-        return MilvusClient(uri=settings.milvus_uri, token=settings.milvus_token or "")
+        return GuardedClient(
+            MilvusClient(uri=settings.milvus_uri, token=settings.milvus_token or "", timeout=settings.milvus_timeout),
+            settings,
+        )
     except Exception as exc:  # pymilvus raises MilvusException or grpc errors; the user needs the address
         raise VectorBackendError(f"cannot reach Milvus at {settings.milvus_uri}: {exc}") from exc
 
@@ -121,6 +154,8 @@ class MilvusVectors:
         try:
             while page := pages.next():
                 found += [int(row[ID]) for row in page]
+        except Exception as exc:  # the iterator's pages are fetched outside the guarded client's calls
+            raise VectorServerError("vectors", f"Milvus at {self.settings.milvus_uri}: {first_line(exc)}") from exc
         finally:
             pages.close()
         return np.sort(np.asarray(found, dtype=np.int64))
@@ -185,6 +220,10 @@ class MilvusVectors:
         if self.settings.milvus_consistency == "Session":
             return {"consistency_level": "Customized", "guarantee_timestamp": self._written_at}
         return {"consistency_level": self.settings.milvus_consistency}
+
+    def ping(self) -> None:
+        """Raise :class:`VectorServerError` unless the server answers (``/ready``)."""
+        self.client.has_collection(self.collection)
 
     def commit(self) -> None:
         """Nothing to write: Milvus made each insert and delete durable before acknowledging it."""

@@ -11,12 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import BigInteger, Engine, Integer, MetaData, create_engine, event
+from sqlalchemy import BigInteger, Engine, Integer, MetaData, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 # SQLite only autoincrements an "INTEGER PRIMARY KEY"; elsewhere ids are 64-bit like FAISS ids.
 ID_TYPE = BigInteger().with_variant(Integer(), "sqlite")
+CONNECT_TIMEOUT_SECONDS = 5
 BATCH = 900  # stay under SQLite's bound-parameter limit in IN (...) clauses
 
 
@@ -31,7 +32,12 @@ def redact_url(url: str) -> str:
 
 def create_sql_engine(url: str, schema: str | None = None) -> Engine:
     """An engine for ``url``; ``schema`` puts unqualified tables in that (PostgreSQL) schema."""
-    engine = create_engine(url, future=True)
+    # pre_ping: a pooled connection to a database server that restarted is replaced, not handed out dead (the first
+    # request after an outage would fail although the server is back).
+    options: dict[str, Any] = {}
+    if url.startswith("postgresql"):
+        options["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_SECONDS}  # a dead server: fail, do not hang
+    engine = create_engine(url, future=True, pool_pre_ping=not url.startswith("sqlite"), **options)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     if schema:
@@ -51,6 +57,11 @@ class SqlStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def ping(self) -> None:
+        """Raise unless the database answers a trivial query (``/ready``)."""
+        with self.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
