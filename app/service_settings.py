@@ -49,10 +49,16 @@ class ServiceSettings(IndexerSettings):
     thumbnail_size: int = Field(default=256, ge=32, le=1024, description="Longest side of thumbnails (pixels).")
     log_requests: bool = Field(default=False, description="One structured log line per request (at debug level).")
     outage_retry_after_seconds: int = Field(
-        default=5, ge=1, le=3600, description="Retry-After of a 503/507 answered while a backend is down or the disk full."
+        default=5,
+        ge=1,
+        le=3600,
+        description="Retry-After of a 503/507 answered while a backend is down or the disk full.",
     )
     error_log_interval_seconds: float = Field(
-        default=10.0, ge=0, le=3600, description="Repeated errors of one kind are logged once per interval, with a count."
+        default=10.0,
+        ge=0,
+        le=3600,
+        description="Repeated errors of one kind are logged once per interval, with a count.",
     )
     body_timeout_seconds: float = Field(
         default=30.0,

@@ -181,7 +181,7 @@ class ImageIndex(IndexCore):
         """Counts, kind, sizes and dates (`polyglot index stats`)."""
         with self._rw.read():
             vector_file_bytes = vector_bytes(self.folder, self._vectors)
-        return index_stats(self, len(self), vector_file_bytes)
+        return {**index_stats(self, len(self), vector_file_bytes), "read_only": self.read_only_reason}
 
     # ------------------------------------------------------------------ writing
     def add_paths(

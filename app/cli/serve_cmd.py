@@ -19,7 +19,7 @@ from app.service_settings import ServiceSettings
 if TYPE_CHECKING:
     from indexer.captions import Caption
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 SHARED = Path("../shared/data/m30k-f8k")
 
 

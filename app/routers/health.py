@@ -34,8 +34,8 @@ async def ready(request: Request) -> Response:
         await engine.run(engine.images.check_backends)
     except BackendUnavailableError as exc:
         request.app.state.error_log.error(f"{exc.backend}-unavailable", str(exc), path=request.url.path)
-        body = NotReady(status="unavailable", backend=exc.backend, detail=str(exc)[:1000])
-        return JSONResponse(body.model_dump(exclude_none=True), status_code=503, headers=retry)
+        down = NotReady(status="unavailable", backend=exc.backend, detail=str(exc)[:1000])
+        return JSONResponse(down.model_dump(exclude_none=True), status_code=503, headers=retry)
     images, captions, kind = await engine.run(
         lambda: (len(engine.images), len(engine.captions), engine.images.index_kind)
     )

@@ -94,11 +94,9 @@ async def tag_upload(
         )
     data = await read_upload(file, engine.settings.upload_limit)
     try:
-        result = await engine.run(
-            decoded_and_then, engine, data, lambda image: tagger.tag(image, langs, count, source)
-        )
+        result = await engine.run(decoded_and_then, engine, data, lambda image: tagger.tag(image, langs, count, source))
     except UnknownLanguageError as exc:  # a vocabulary removed between the check and now
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     except ValueError as exc:  # e.g. source=captions without English captions in the caption index
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-    return {code: [TagOut(**t.as_dict()) for t in tags] for code, tags in result.items()}  # type: ignore[arg-type]
+    return {code: [TagOut(**t.as_dict()) for t in tags] for code, tags in result.items()}

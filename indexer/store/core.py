@@ -25,7 +25,7 @@ from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, decode_image
 from indexer.indexer_settings import IndexerSettings
 from indexer.store import vector_files as vf
-from indexer.store.failures import BackendUnavailableError, DiskFullError, translated
+from indexer.store.failures import DiskFullError, translated
 from indexer.store.index_kinds import KINDS, VectorIndexSettings, choose_kind
 from indexer.store.ingest import Item, header_size
 from indexer.store.locks import IndexBusyError, ReadWriteLock, process_lock
@@ -238,11 +238,11 @@ class IndexCore(ABC):
             with self._rw.write():
                 if self._vectors is not None:
                     self._vectors.remove(list(ids))
-        except Exception as exc:  # noqa: BLE001 - the vector backend is what failed; the reconcile drops them
+        except Exception as exc:
             log.warning("could not remove vectors of a failed write", extra={"ids": list(ids)[:20], "error": str(exc)})
         try:
             self.store.delete(list(ids))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.error("could not delete rows of a failed write", extra={"ids": list(ids)[:20], "error": str(exc)})
 
     def _add_vectors(self, ids: Sequence[int], matrix: np.ndarray, replaced: Sequence[int] = ()) -> None:

@@ -92,7 +92,9 @@ def read_bounded(path: Path, max_bytes: int | None) -> bytes:
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if max_bytes is not None and size > max_bytes:
-            raise FileTooLargeError(f"file too large: {size:,} bytes, the limit is {max_bytes:,} (POLYGLOT_MAX_FILE_BYTES)")
+            raise FileTooLargeError(
+                f"file too large: {size:,} bytes, the limit is {max_bytes:,} (POLYGLOT_MAX_FILE_BYTES)"
+            )
         data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
     if max_bytes is not None and len(data) > max_bytes:
         raise FileTooLargeError(f"file too large: over {max_bytes:,} bytes (POLYGLOT_MAX_FILE_BYTES)")
