@@ -75,6 +75,13 @@ def is_disk_full(exc: BaseException) -> bool:
     return "database or disk is full" in text or "no space left on device" in text
 
 
+LOW_SPACE_BYTES = 1 << 20  # below this, SQLite's "disk I/O error" (it could not create a file) means no space
+
+
+def is_io_error(exc: BaseException) -> bool:
+    return "disk i/o error" in str(getattr(exc, "orig", None) or exc).lower()
+
+
 def _is_sql_outage(exc: BaseException) -> bool:
     try:
         from sqlalchemy import exc as sa_exc
@@ -101,7 +108,7 @@ def translated(folder: Path, needed: int = 0, what: str = "index") -> Iterator[N
     except (DiskFullError, BackendUnavailableError):
         raise
     except Exception as exc:
-        if is_disk_full(exc):
+        if is_disk_full(exc) or (is_io_error(exc) and free_bytes(folder) < LOW_SPACE_BYTES):
             raise DiskFullError(folder, needed, what) from exc
         if _is_sql_outage(exc):
             raise BackendUnavailableError("database", first_line(exc)) from exc
