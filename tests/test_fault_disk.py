@@ -227,4 +227,3 @@ def test_caption_index_on_a_full_disk_opens_read_only_and_never_keeps_rows_witho
         assert index.add([Caption("en", "a brand new caption about a boat", "9.jpg", "test")]) == 1
     finally:
         index.close()
-

@@ -225,21 +225,24 @@ class IndexCore(ABC):
         except BaseException:
             # The vector backend failed (a Milvus outage): a row may only exist with its vector, so take the rows
             # back now rather than at the next start (the replaced rows stay gone: re-adding the file restores it).
-            self._roll_back([r.id for r in records])
+            self._roll_back([r.id for r in records], vectors_added=False)
             raise
         return records
 
-    def _roll_back(self, ids: Sequence[int]) -> None:
-        """Undo rows (and their vectors, where added) whose write could not be completed; best effort: what
-        cannot be undone now (the database is down too) is reconciled when the index is next opened."""
+    def _roll_back(self, ids: Sequence[int], vectors_added: bool = True) -> None:
+        """Undo rows (and their vectors, when ``vectors_added``) whose write could not be completed; best effort:
+        what cannot be undone now (the database is down too) is reconciled when the index is next opened."""
         if not ids:
             return
-        try:
-            with self._rw.write():
-                if self._vectors is not None:
-                    self._vectors.remove(list(ids))
-        except Exception as exc:
-            log.warning("could not remove vectors of a failed write", extra={"ids": list(ids)[:20], "error": str(exc)})
+        if vectors_added:
+            try:
+                with self._rw.write():
+                    if self._vectors is not None:
+                        self._vectors.remove(list(ids))
+            except Exception as exc:  # the vector backend is what failed; the reconcile drops them
+                log.warning(
+                    "could not remove vectors of a failed write", extra={"ids": list(ids)[:20], "error": str(exc)}
+                )
         try:
             self.store.delete(list(ids))
         except Exception as exc:

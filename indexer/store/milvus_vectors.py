@@ -19,9 +19,11 @@ later searches do not wait; other processes' writes show within a tick. Inserts 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,26 +47,53 @@ class VectorServerError(BackendUnavailableError, VectorBackendError):
     """A call to the Milvus server failed (down, restarting, timed out): an outage, not a bug of the caller."""
 
 
+_SLOW_CALLS = frozenset({"create_collection", "drop_collection", "load_collection", "create_index"})
+
+
 class GuardedClient:
     """A ``MilvusClient`` whose every call is bounded by ``POLYGLOT_INDEX_MILVUS_TIMEOUT`` and whose failures
     are :class:`VectorServerError` (one line with the address): the service answers them 503 with Retry-After,
-    the CLI prints the line. Without it a dead server gave a traceback from deep in gRPC, and a 500."""
+    the CLI prints the line. Without it a dead server gave a traceback from deep in gRPC, and a 500.
 
-    def __init__(self, client: Any, settings: VectorIndexSettings) -> None:
-        self._client = client
+    After a failed call the next one first replaces the client (at most once per ``RECONNECT_SECONDS``): pymilvus's
+    own recovery gave up on a server that was restarted, and the service stayed unready after Milvus was back."""
+
+    RECONNECT_SECONDS = 1.0
+
+    def __init__(self, connect: Callable[[], Any], settings: VectorIndexSettings) -> None:
+        self._connect = connect
+        self._client = connect()
         self._uri = settings.milvus_uri
         self._timeout = settings.milvus_timeout
+        self._failed_at: float | None = None
+        self._lock = threading.Lock()
+
+    def _current(self) -> Any:
+        with self._lock:
+            if self._failed_at is not None and time.monotonic() - self._failed_at >= self.RECONNECT_SECONDS:
+                self._failed_at = time.monotonic()
+                try:
+                    fresh = self._connect()
+                except Exception as exc:
+                    raise VectorServerError("vectors", f"Milvus at {self._uri}: {first_line(exc)}") from exc
+                old, self._client, self._failed_at = self._client, fresh, None
+                with contextlib.suppress(Exception):  # the old channel is dead anyway
+                    old.close()
+            return self._client
 
     def __getattr__(self, name: str) -> Any:
-        method = getattr(self._client, name)
-        if not callable(method) or name.startswith("_") or name in ("create_schema", "prepare_index_params"):
-            return method
+        if name.startswith("_") or name in ("create_schema", "prepare_index_params"):
+            return getattr(self._client, name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            kwargs.setdefault("timeout", self._timeout)
+            method = getattr(self._current(), name)
+            # Searches and reads fail fast during an outage; creating (and loading) a collection takes longer.
+            kwargs.setdefault("timeout", self._timeout if name not in _SLOW_CALLS else max(self._timeout, 120.0))
             try:
                 return method(*args, **kwargs)
             except Exception as exc:  # pymilvus raises MilvusException and raw gRPC errors alike
+                with self._lock:
+                    self._failed_at = self._failed_at or time.monotonic()
                 raise VectorServerError("vectors", f"Milvus at {self._uri}: {first_line(exc)}") from exc
 
         return call
@@ -82,12 +111,18 @@ def connect(settings: VectorIndexSettings) -> Any:
         from pymilvus import MilvusClient
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise VectorBackendError("POLYGLOT_INDEX_BACKEND=milvus needs pymilvus: pip install '.[cluster]'") from exc
+    # pymilvus logs every failed call (and each retry) with a traceback: during a 35-s outage that was thousands
+    # of tracebacks. Failures reach the caller as VectorServerError, which the service logs once per interval.
+    for name in ("pymilvus.decorators", "pymilvus.client.connection_manager"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     iterator_log = logging.getLogger("pymilvus.client.iterator.query_iterator")
     if _not_mvcc_notice not in iterator_log.filters:
         iterator_log.addFilter(_not_mvcc_notice)
     try:
         return GuardedClient(
-            MilvusClient(uri=settings.milvus_uri, token=settings.milvus_token or "", timeout=settings.milvus_timeout),
+            lambda: MilvusClient(
+                uri=settings.milvus_uri, token=settings.milvus_token or "", timeout=settings.milvus_timeout
+            ),
             settings,
         )
     except Exception as exc:  # pymilvus raises MilvusException or grpc errors; the user needs the address

@@ -14,10 +14,10 @@ from typing import Any
 from sqlalchemy import BigInteger, Engine, Integer, MetaData, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
 from indexer.store.failures import LOW_SPACE_BYTES, free_bytes, is_io_error
-from sqlalchemy.orm import Session, sessionmaker
 
 # SQLite only autoincrements an "INTEGER PRIMARY KEY"; elsewhere ids are 64-bit like FAISS ids.
 ID_TYPE = BigInteger().with_variant(Integer(), "sqlite")
