@@ -35,7 +35,7 @@ from app.body_timeout import BodyTimeoutMiddleware
 from app.engine import Engine, load_engine
 from app.prometheus_metrics import Metrics, RequestMetricsMiddleware
 from app.routers import captions, health, images, search, tag
-from app.schemas.errors import document_errors
+from app.schemas.errors import apply_limits, document_errors
 from app.schemas.search import SCORE_DOC
 from app.security_headers import SecurityHeadersMiddleware
 from app.service_settings import ServiceSettings
@@ -111,9 +111,16 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
     generate = app.openapi
 
     def openapi() -> dict:
-        # The generated schema plus every error status each operation answers, with the bodies as they are.
+        # The generated schema plus every error status each operation answers, with the bodies as they are, and
+        # the limits that are settings (and the loaded encoder's languages) instead of the code's ceilings.
         if app.openapi_schema is None:
-            app.openapi_schema = document_errors(generate())
+            engine = app.state.engine
+            limits = {"k": settings.max_k, "offset": settings.max_offset, "q": settings.max_query_chars}
+            languages = list(engine.pipeline.languages or []) if engine is not None else None
+            schema = apply_limits(document_errors(generate()), limits, languages)
+            if engine is None:
+                return schema  # not cached: the languages are known once the models are loaded
+            app.openapi_schema = schema
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -60,7 +60,7 @@ def statuses_for(path: str, method: str, operation: dict[str, Any]) -> list[str]
     has_input = bool(operation.get("parameters")) or "requestBody" in operation
     if has_input:
         codes.append("422")
-    if "{image_id}" in path or (method == "post" and path.endswith("/search/image")):
+    if "{image_id}" in path or (method == "post" and path.endswith(("/search/image", "/captions"))):
         codes.append("404")
     if "requestBody" in operation:
         codes += ["400", "408", "413"]
@@ -84,4 +84,32 @@ def document_errors(schema: dict[str, Any]) -> dict[str, Any]:
                     continue
                 responses[code] = _error_response(code)
     components.pop("HTTPValidationError", None)
+    return schema
+
+
+def apply_limits(schema: dict[str, Any], limits: dict[str, int], languages: list[str] | None) -> dict[str, Any]:
+    """Narrow the parameters whose bounds are settings, not constants, to what this service accepts: ``k`` and
+    ``offset`` (POLYGLOT_MAX_K, POLYGLOT_MAX_OFFSET), ``q`` (POLYGLOT_MAX_QUERY_CHARS), and ``/search``'s ``lang``
+    to the text encoder's languages, so that a value the schema allows is not refused (was: ``lang=0000`` 422)."""
+    for path, methods in schema.get("paths", {}).items():
+        for operation in methods.values():
+            for parameter in operation.get("parameters", []):
+                target = parameter.get("schema", {})
+                variants = target.get("anyOf", [target])
+                for variant in variants:
+                    name = parameter.get("name")
+                    if (
+                        name == "k"
+                        and "k" in limits
+                        and variant.get("type") == "integer"
+                        and path.endswith(("/search", "/search/image"))
+                    ):
+                        variant["maximum"] = min(variant.get("maximum", limits["k"]), limits["k"])
+                    elif name == "offset" and variant.get("type") == "integer":
+                        variant["maximum"] = min(variant.get("maximum", limits["offset"]), limits["offset"])
+                    elif name == "q" and variant.get("type") == "string":
+                        variant["maxLength"] = min(variant.get("maxLength", limits["q"]), limits["q"])
+                    elif name == "lang" and path.endswith("/search") and languages and variant.get("type") == "string":
+                        variant.pop("maxLength", None)
+                        variant["enum"] = sorted(languages)
     return schema
