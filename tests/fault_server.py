@@ -8,12 +8,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import uvicorn  # noqa: E402
-from api_fixtures import CAPTIONS, fake_engine_factory  # noqa: E402
-from conftest import write_random_images  # noqa: E402
+import uvicorn
+from api_fixtures import CAPTIONS, fake_engine_factory
+from conftest import write_random_images
 
-from app.main import create_app  # noqa: E402
-from app.service_settings import ServiceSettings  # noqa: E402
+from app.main import create_app
+from app.service_settings import ServiceSettings
 
 
 def main() -> None:

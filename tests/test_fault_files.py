@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import io
-import os
 import resource
 import socket
 import time
