@@ -24,6 +24,7 @@ from PIL import Image
 from threadpoolctl import threadpool_limits
 
 from app.batcher import Batcher
+from app.pixel_budget import PixelBudget
 from app.record_cache import RecordCache
 from app.schemas.images import ImageMetadata
 from app.service_settings import ServiceSettings
@@ -50,6 +51,7 @@ class Engine:
     records: RecordCache
     cross_lingual: CrossLingualCaptions
     load_seconds: dict[str, float] = field(default_factory=dict)
+    pixels: PixelBudget = field(default_factory=PixelBudget)  # decoded pixels in flight (app/pixel_budget.py)
     components: dict[str, Any] = field(default_factory=dict)
     # One micro-batcher per lane: ``fast`` (queries the fast tower answers alone) and ``main`` (everything else).
     text_batchers: dict[str, Batcher[Any]] = field(default_factory=dict)
@@ -205,4 +207,5 @@ def assemble(
         records=RecordCache(images.store, settings.record_cache_seconds),
         cross_lingual=cross_lingual,
         load_seconds=seconds,
+        pixels=PixelBudget(settings.pixel_budget),
     )

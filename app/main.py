@@ -31,10 +31,13 @@ from fastapi.staticfiles import StaticFiles
 
 from app import errors
 from app.body_limit import BodyLimitMiddleware
+from app.body_timeout import BodyTimeoutMiddleware
 from app.engine import Engine, load_engine
 from app.prometheus_metrics import Metrics, RequestMetricsMiddleware
 from app.routers import captions, health, images, search, tag
+from app.schemas.errors import apply_limits, document_errors
 from app.schemas.search import SCORE_DOC
+from app.security_headers import SecurityHeadersMiddleware
 from app.service_settings import ServiceSettings
 
 log = logging.getLogger("app")
@@ -87,8 +90,10 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.engine = None
-    errors.install(app)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_upload_bytes)
+    errors.install(app, settings.error_log_interval_seconds)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.upload_limit)
+    app.add_middleware(BodyTimeoutMiddleware, seconds=settings.body_timeout_seconds)
+    app.add_middleware(SecurityHeadersMiddleware)
     # Added last = outermost: requests refused by the body limit are counted and logged too.
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics, log_requests=settings.log_requests)
     if settings.cors_origins:
@@ -103,6 +108,22 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
         app.include_router(router, include_in_schema=False)  # short form: /search == /v1/search
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    generate = app.openapi
+
+    def openapi() -> dict:
+        # The generated schema plus every error status each operation answers, with the bodies as they are, and
+        # the limits that are settings (and the loaded encoder's languages) instead of the code's ceilings.
+        if app.openapi_schema is None:
+            engine = app.state.engine
+            limits = {"k": settings.max_k, "offset": settings.max_offset, "q": settings.max_query_chars}
+            languages = list(engine.pipeline.languages or []) if engine is not None else None
+            schema = apply_limits(document_errors(generate()), limits, languages)
+            if engine is None:
+                return schema  # not cached: the languages are known once the models are loaded
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

@@ -48,9 +48,53 @@ class ServiceSettings(IndexerSettings):
     max_captions: int = Field(default=20, ge=1, le=200, description="Most captions per language in /captions.")
     thumbnail_size: int = Field(default=256, ge=32, le=1024, description="Longest side of thumbnails (pixels).")
     log_requests: bool = Field(default=False, description="One structured log line per request (at debug level).")
+    outage_retry_after_seconds: int = Field(
+        default=5,
+        ge=1,
+        le=3600,
+        description="Retry-After of a 503/507 answered while a backend is down or the disk full.",
+    )
+    error_log_interval_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        le=3600,
+        description="Repeated errors of one kind are logged once per interval, with a count.",
+    )
+    body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="A request body that sends nothing for this long is answered 408 and its connection closed "
+        "(a client that announces more bytes than it sends no longer holds a connection forever).",
+    )
+    decode_pixels_in_flight: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most image pixels decoded at once by the whole process (uploads and thumbnails); more wait. "
+        "Unset: POLYGLOT_MAX_IMAGE_PIXELS, i.e. one largest image at a time (peak: about 8 bytes a pixel above idle).",
+    )
     allow_local_paths: bool = Field(
         default=True, description="Admin POST /images may index a path on the server's disk."
     )
+
+    @property
+    def upload_limit(self) -> int:
+        """Largest upload accepted: POLYGLOT_MAX_UPLOAD_BYTES, never more than POLYGLOT_MAX_FILE_BYTES."""
+        return min(self.max_upload_bytes, self.max_file_bytes)
+
+    @property
+    def pixel_budget(self) -> int:
+        return self.decode_pixels_in_flight or self.max_image_pixels
+
+    def served_roots(self, index_dir: Path) -> list[Path]:
+        """Folders whose files may be indexed by server path and served: POLYGLOT_ALLOWED_ROOTS, else the served
+        photo folder; always the index's own uploads. Resolved (symlinks in the roots themselves are followed once,
+        here)."""
+        roots = list(self.allowed_roots) if self.allowed_roots is not None else []
+        if self.allowed_roots is None and self.images_dir is not None:
+            roots.append(self.images_dir)
+        roots.append(index_dir / "uploads")
+        return [root.expanduser().resolve() for root in roots]
 
     @property
     def thumbnails_dir(self) -> Path:

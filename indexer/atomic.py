@@ -1,6 +1,8 @@
 """Crash-safe file writes: write a temporary file in the same folder, fsync, rename over the target.
 
 A reader (or a process that restarts after a crash) sees either the old file or the new one, never half.
+A write that finds no space raises :class:`indexer.store.failures.DiskFullError` (folder, bytes needed, bytes
+free) and leaves the old file as it was.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from indexer.store.failures import DiskFullError, is_disk_full
 
 
 def fsync_dir(folder: Path) -> None:
@@ -40,14 +44,22 @@ def atomic_open(target: Path) -> Iterator[BinaryIO]:
             os.fsync(handle.fileno())
         os.replace(tmp, target)
         fsync_dir(target.parent)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if is_disk_full(exc) and not isinstance(exc, DiskFullError):
+            # One line with the folder and what is free, not an errno traceback (the target is untouched).
+            raise DiskFullError(target.parent, what=target.name) from exc
         raise
 
 
 def atomic_write_bytes(target: Path, data: bytes) -> None:
-    with atomic_open(target) as handle:
-        handle.write(data)
+    try:
+        with atomic_open(target) as handle:
+            handle.write(data)
+    except DiskFullError as exc:
+        if not exc.needed:
+            raise DiskFullError(exc.folder, len(data), Path(target).name) from exc.__cause__
+        raise
 
 
 def atomic_write_json(target: Path, payload: Any) -> None:

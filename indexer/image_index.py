@@ -41,6 +41,7 @@ from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.indexer_settings import IndexerSettings
 from indexer.store import opening
 from indexer.store.core import DB_NAME, AddReport, IndexCore, Prepared
+from indexer.store.failures import BackendUnavailableError, DiskFullError, translated
 from indexer.store.index_kinds import choose_kind
 from indexer.store.index_stats import index_stats
 from indexer.store.ingest import FileBatch, Item, read_files, upload_suffix
@@ -180,7 +181,7 @@ class ImageIndex(IndexCore):
         """Counts, kind, sizes and dates (`polyglot index stats`)."""
         with self._rw.read():
             vector_file_bytes = vector_bytes(self.folder, self._vectors)
-        return index_stats(self, len(self), vector_file_bytes)
+        return {**index_stats(self, len(self), vector_file_bytes), "read_only": self.read_only_reason}
 
     # ------------------------------------------------------------------ writing
     def add_paths(
@@ -197,33 +198,48 @@ class ImageIndex(IndexCore):
             batches = [unique[start : start + size] for start in range(0, len(unique), size)]
 
             def read_and_prepare(batch: builtins.list[Path]) -> tuple[FileBatch, Prepared]:
-                files = read_files(batch, existing, meta)
+                files = read_files(batch, existing, meta, self.settings.max_file_bytes)
                 return files, self._prepare(files.items)
 
             # One worker reads, hashes, decodes and preprocesses batch i+1 while the encoder runs on batch i: on
             # this 2-core machine that hides most of the decoding behind inference (benchmarks/indexing.md).
+            unsaved: builtins.list[int] = []  # ids added since the last save: undone if the next save fails
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-decode") as pool:
                 ahead = [pool.submit(read_and_prepare, batch) for batch in batches[:PREFETCH_BATCHES]]
                 try:
-                    for number, batch in enumerate(batches):
-                        files, prepared = ahead.pop(0).result()
-                        if number + PREFETCH_BATCHES < len(batches):
-                            ahead.append(pool.submit(read_and_prepare, batches[number + PREFETCH_BATCHES]))
-                        report.failed += files.failed
-                        report.skipped += files.skipped
-                        if files.updates:
-                            self.store.update_many(files.updates)
-                        report.added += len(self._ingest(files.items, report, prepared))
-                        bar.update(len(batch))
-                        bar.set_postfix(added=report.added, skipped=report.skipped, failed=len(report.failed))
-                        if time.monotonic() - last_save > CHECKPOINT_SECONDS:
-                            self._persist()
-                            last_save = time.monotonic()
+                    with translated(self.folder):
+                        for number, batch in enumerate(batches):
+                            files, prepared = ahead.pop(0).result()
+                            if number + PREFETCH_BATCHES < len(batches):
+                                ahead.append(pool.submit(read_and_prepare, batches[number + PREFETCH_BATCHES]))
+                            report.failed += files.failed
+                            report.skipped += files.skipped
+                            if files.updates:
+                                self.store.update_many(files.updates)
+                            records = self._ingest(files.items, report, prepared)
+                            unsaved += [r.id for r in records]
+                            report.added += len(records)
+                            bar.update(len(batch))
+                            bar.set_postfix(added=report.added, skipped=report.skipped, failed=len(report.failed))
+                            if time.monotonic() - last_save > CHECKPOINT_SECONDS:
+                                self._persist()
+                                unsaved.clear()
+                                last_save = time.monotonic()
+                        self._persist()
+                        unsaved.clear()
+                except (DiskFullError, BackendUnavailableError):
+                    # No space (or no backend) for this part: take back its rows and vectors now, so the index on
+                    # disk and in SQL is the last saved state; the features are cached, a re-run redoes it fast.
+                    report.added -= len(unsaved)
+                    self._roll_back(unsaved)
+                    raise
+                except BaseException:
+                    self._persist()  # Ctrl-C: everything committed so far is kept
+                    raise
                 finally:
                     for future in ahead:
                         future.cancel()
                     bar.close()
-                    self._persist()
             self._maybe_change_kind(progress)
         return report
 
@@ -237,15 +253,25 @@ class ImageIndex(IndexCore):
             existing = self.store.by_sha256(sha)
             if existing is not None:
                 return existing
-            # Absolute: the record must stay valid whatever the working directory of the next process.
-            target = self.folder.resolve() / UPLOADS_DIR / f"{sha}{upload_suffix(data, filename)}"
-            atomic_write_bytes(target, data)
+            # Absolute: the record must stay valid whatever the working directory of the next process. The suffix
+            # is the detected format's, never the client's name (a PPM called evil.html is stored as .ppm).
+            target = self.folder.resolve() / UPLOADS_DIR / f"{sha}{upload_suffix(data)}"
+            # One transaction per photo across the file, the row and the vector: on any failure (no space, the
+            # database or the vector server down) all three are undone before the error reaches the caller, so a
+            # retry creates the photo.
+            records: builtins.list[ImageRecord] = []
+            done = False
             try:
-                item = Item(target, data, sha, None, meta, image.size)
-                records = self._ingest([item], report, self._prepare([item], {sha: image}))
-                self._persist()
+                with translated(self.folder, len(data), "upload"):
+                    atomic_write_bytes(target, data)
+                    item = Item(target, data, sha, None, meta, image.size)
+                    records = self._ingest([item], report, self._prepare([item], {sha: image}))
+                    self._persist()
+                done = True
             finally:
-                if not self.store.by_paths([str(target)]):
+                if not done:
+                    self._roll_back([r.id for r in records])
+                if not (done and records):
                     target.unlink(missing_ok=True)  # not indexed: leave no orphan file behind
         if not records:
             raise ImageDecodeError(report.failed[0][1] if report.failed else "the image could not be indexed")

@@ -44,6 +44,19 @@ class IndexerSettings(BaseSettings):
     max_image_pixels: int = Field(
         default=64_000_000, ge=1, description="Decompression-bomb limit: images with more pixels are refused."
     )
+    max_file_bytes: int = Field(
+        default=100_000_000,
+        ge=1_000,
+        le=1 << 40,
+        description="Largest image file read (index add, admin server paths, uploads): checked from the file's size "
+        "before any byte is read.",
+    )
+    allowed_roots: list[Path] | None = Field(
+        default=None,
+        description="Folders (JSON list) whose files the service may index by server path (admin POST /images "
+        "`path`) and serve; a symlink out of them is refused. Unset: the served photo folder (POLYGLOT_IMAGES_DIR / "
+        "`polyglot serve --images`) and the index's uploads.",
+    )
     torch_threads: int | None = Field(default=None, ge=1, le=256, description="torch intra-op threads.")
     device: str = Field(default="cpu", description="torch device for the encoders: cpu or cuda.")
     encoder_backend: Literal["auto", "onnx", "torch"] = Field(

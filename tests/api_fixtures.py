@@ -123,6 +123,7 @@ def service_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Service
         max_upload_bytes=200_000,
         max_query_chars=200,
         thread_pool_size=2,
+        allowed_roots=[tmp_path],  # the photos, and the files tests add by server path
     )
 
 

@@ -128,7 +128,8 @@ def test_decompression_bomb_and_oversized_upload(client: TestClient, service_set
     bomb = buffer.getvalue()
     assert len(bomb) < service_settings.max_upload_bytes
     response = client.post("/v1/search/image", files={"file": ("bomb.png", bomb)})
-    assert response.status_code == 413 and "too large" in response.json()["detail"]
+    # 422: the upload is within the byte limit, its content is refused (413 is for the bytes only).
+    assert response.status_code == 422 and "too large" in response.json()["detail"]
     big = np.random.default_rng(0).integers(0, 256, 300_000, dtype=np.uint8).tobytes()
     response = client.post("/v1/captions", files={"file": ("big.jpg", big)})
     assert response.status_code == 413 and "200,000 bytes" in response.json()["detail"]
@@ -271,12 +272,13 @@ def test_admin_add_by_path_and_bad_paths(
     fresh.write_bytes(_png((33, 33), (5, 5, 250)))
     added = client.post("/v1/images", data={"path": str(fresh)}, headers=admin_headers)
     assert added.status_code == 201 and added.json()["created"] is True
-    assert (
-        client.post("/v1/images", data={"path": str(tmp_path / "nope.png")}, headers=admin_headers).status_code == 404
-    )
+    # Missing, not an image name: the one refusal of every path that cannot be indexed (nothing told apart).
+    missing = client.post("/v1/images", data={"path": str(tmp_path / "nope.png")}, headers=admin_headers)
+    assert missing.status_code == 403 and "POLYGLOT_ALLOWED_ROOTS" in missing.json()["detail"]
     notes = tmp_path / "notes.txt"
     notes.write_text("hello")
-    assert client.post("/v1/images", data={"path": str(notes)}, headers=admin_headers).status_code == 422
+    named = client.post("/v1/images", data={"path": str(notes)}, headers=admin_headers)
+    assert named.status_code == 403 and named.json() == missing.json()
     fake = tmp_path / "fake.jpg"
     fake.write_text("not really a jpeg")
     bad = client.post("/v1/images", data={"path": str(fake)}, headers=admin_headers)

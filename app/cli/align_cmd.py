@@ -13,7 +13,7 @@ from indexer.indexer_settings import IndexerSettings
 
 # Kept here (not imported from training.align) so that `polyglot --help` does not import torch.
 ALIGN_METHODS = ("raw", "cca", "pcca", "dcca-noi", "dpcca-a", "dpcca-b")  # raw: no alignment (reference)
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 @dataclass

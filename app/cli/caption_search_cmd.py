@@ -16,7 +16,7 @@ app = typer.Typer(
     help="Search the caption collection across languages (index captions with `polyglot index captions add`).",
     no_args_is_help=True,
 )
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 def _fail(message: str) -> typer.Exit:

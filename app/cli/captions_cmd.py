@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from indexer.embedders import TextEmbedder
 
 app = typer.Typer(help="Index captions for image → caption retrieval.", no_args_is_help=True)
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 def load_embedder(settings: ServiceSettings) -> TextEmbedder:

@@ -13,7 +13,7 @@ from indexer.indexer_settings import IndexerSettings
 app = typer.Typer(
     help="Cross-lingual consistency: a query scored together with its translations.", no_args_is_help=True
 )
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 @app.command("fit")

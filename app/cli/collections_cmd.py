@@ -10,7 +10,7 @@ from rich.console import Console
 from app.cli.evaluate_cmd import USER_ERRORS, check_data, fail
 from indexer.indexer_settings import IndexerSettings
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 collections_app = typer.Typer(help="Collections of photos with captions: cut a data set into disjoint ones.")
 pseudopairs_app = typer.Typer(help="Pseudo-pairs: caption one collection's photos with another's captions.")
 

@@ -18,7 +18,7 @@ from training.data import DatasetError
 if TYPE_CHECKING:
     from training.evaluate import Evaluation
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 USER_ERRORS = (DatasetError, UnknownEncoderError, ModelFileMissingError, ChecksumError, FileNotFoundError, ValueError)
 
 

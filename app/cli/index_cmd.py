@@ -21,11 +21,12 @@ from indexer.encoders.factory import UnknownEncoderError
 from indexer.image_index import AddReport, ImageIndex, IndexBusyError, IndexMismatchError, IndexNotFoundError
 from indexer.image_sources import SourceError, Sources, expand_sources
 from indexer.indexer_settings import IndexerSettings
+from indexer.store.failures import BackendUnavailableError, DiskFullError
 from indexer.store.milvus_vectors import VectorBackendError
 from indexer.store.sidecar import SidecarError
 
 app = typer.Typer(help="Build and maintain the image index.", no_args_is_help=True)
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 out = Console()
 
 USER_ERRORS = (
@@ -36,6 +37,8 @@ USER_ERRORS = (
     UnknownEncoderError,
     SidecarError,
     VectorBackendError,
+    BackendUnavailableError,
+    DiskFullError,
 )
 
 
@@ -51,6 +54,10 @@ def opened(create: bool = False, rebuild_if_stale: bool = False, progress: bool 
         index = ImageIndex.open(IndexerSettings(), create=create, rebuild_if_stale=rebuild_if_stale, progress=progress)
     except USER_ERRORS as exc:
         raise fail(str(exc)) from None
+    if index.read_only_reason:
+        console.print(
+            f"[yellow]warning:[/] read-only at its last good state: {index.read_only_reason}", highlight=False
+        )
     try:
         yield index
     except USER_ERRORS as exc:

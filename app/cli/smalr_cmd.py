@@ -11,7 +11,7 @@ from rich.table import Table
 from indexer.indexer_settings import IndexerSettings
 
 SMALR_METHODS = ("smalr", "hem", "la")
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 @dataclass

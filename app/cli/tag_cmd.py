@@ -39,7 +39,7 @@ tags_app = typer.Typer(help="Target-language tag vocabularies for `polyglot tag`
 vocab_app = typer.Typer(help="Build and list tag vocabularies (versioned beside the index).", no_args_is_help=True)
 tags_app.add_typer(vocab_app, name="vocab")
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 out = Console()
 # FileNotFoundError covers a missing tower or model file (ModelFileMissingError is one).
 USER_ERRORS = (VocabularyError, UnknownLanguageError, UnknownEncoderError, ChecksumError, FileNotFoundError, ValueError)

@@ -15,7 +15,7 @@ from indexer.indexer_settings import IndexerSettings
 from training.choices import LOSS_NAMES, SPACES
 
 # torch and the training code are imported inside the commands: `polyglot --help` should not load torch.
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 def command_line(ctx: typer.Context) -> str:

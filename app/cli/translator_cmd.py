@@ -13,7 +13,7 @@ from indexer.indexer_settings import IndexerSettings
 app = typer.Typer(
     help="Map a language's (or another encoder's) embeddings into a tower's input space.", no_args_is_help=True
 )
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 @app.command("fit")

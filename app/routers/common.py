@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 import numpy as np
 from fastapi import Form, HTTPException, Path, UploadFile, status
@@ -16,6 +17,7 @@ from indexer.images import ImageDecodeError, decode_image
 from indexer.query.query_text import clean_query
 from indexer.store.metadata import ImageRecord
 
+T = TypeVar("T")
 _CHUNK = 1 << 20
 _CANONICAL_ID = re.compile(r"0|[1-9][0-9]{0,99}")  # longer ones: out of range (le=MAX_ID) anyway
 MAX_ID = 2**62
@@ -75,19 +77,30 @@ async def read_upload(upload: UploadFile, limit: int) -> bytes:
 
 
 def decode_or_422(data: bytes, max_pixels: int) -> Image.Image:
-    """Decode upload bytes; a bad image is the client's mistake (422, or 413 when it is too large)."""
+    """Decode upload bytes; a bad image is the client's mistake: 422, whatever the reason — too many pixels or
+    too much metadata included (413 is only for an upload over the byte limit, which never gets here)."""
     try:
         return decode_image(data, max_pixels=max_pixels)
     except ImageDecodeError as exc:
-        code = status.HTTP_413_CONTENT_TOO_LARGE if "too large" in str(exc) else status.HTTP_422_UNPROCESSABLE_CONTENT
-        raise HTTPException(code, str(exc)) from None
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+
+
+def decoded_and_then(engine: Engine, data: bytes, use: Callable[[Image.Image], T]) -> T:
+    """Decode ``data`` and hand the image to ``use`` in one worker task, inside the process's pixel budget
+    (app/pixel_budget.py): the decoded image never waits for another task, and at most the budget is decoded
+    at once whatever the number of concurrent uploads."""
+    with engine.pixels.reserved(data):
+        image = decode_or_422(data, engine.settings.max_image_pixels)
+        try:
+            return use(image)
+        finally:
+            del image
 
 
 async def upload_vector(engine: Engine, upload: UploadFile) -> tuple[bytes, np.ndarray]:
-    """Read, decode and embed an uploaded image; returns (bytes, unit vector)."""
-    data = await read_upload(upload, engine.settings.max_upload_bytes)
-    image = await engine.run(decode_or_422, data, engine.settings.max_image_pixels)
-    vector = await engine.run(engine.embed_image, image)
+    """Read, decode and embed an uploaded image (decode + embed: one pool task); returns (bytes, unit vector)."""
+    data = await read_upload(upload, engine.settings.upload_limit)
+    vector = await engine.run(decoded_and_then, engine, data, engine.embed_image)
     return data, vector
 
 

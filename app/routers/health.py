@@ -1,4 +1,4 @@
-"""``/health`` (the process answers), ``/ready`` (models and index loaded), ``/metrics`` (Prometheus)."""
+"""``/health`` (the process answers), ``/ready`` (models and index loaded, backends answering), ``/metrics``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from fastapi import APIRouter, Request, Response, status
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.schemas.health import Health, Ready
+from app.schemas.health import Health, NotReady, Ready
+from indexer.store.failures import BackendUnavailableError
 
 router = APIRouter(tags=["health"])
 
@@ -19,13 +20,22 @@ async def health() -> Health:
 @router.get(
     "/ready",
     response_model=Ready,
-    summary="Readiness: models and index loaded",
-    responses={503: {"description": "Still loading."}},
+    summary="Readiness: models and index loaded, database and vector server answering",
+    responses={503: {"model": NotReady, "description": "Still loading, or a required backend is unreachable."}},
 )
 async def ready(request: Request) -> Response:
     engine = getattr(request.app.state, "engine", None)
+    retry = {"Retry-After": str(request.app.state.settings.outage_retry_after_seconds)}
     if engine is None:
-        return JSONResponse({"status": "loading"}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+        return JSONResponse({"status": "loading"}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE, headers=retry)
+    try:
+        # The metadata database (and Milvus, for that backend) answer now: an orchestrator stops sending traffic
+        # to a replica that could only answer 503s.
+        await engine.run(engine.images.check_backends)
+    except BackendUnavailableError as exc:
+        request.app.state.error_log.error(f"{exc.backend}-unavailable", str(exc), path=request.url.path)
+        down = NotReady(status="unavailable", backend=exc.backend, detail=str(exc)[:1000])
+        return JSONResponse(down.model_dump(exclude_none=True), status_code=503, headers=retry)
     images, captions, kind = await engine.run(
         lambda: (len(engine.images), len(engine.captions), engine.images.index_kind)
     )
@@ -40,6 +50,7 @@ async def ready(request: Request) -> Response:
         index_kind=kind,
         gloss_languages=sorted(models.glosses.languages) if models.glosses is not None else [],
         load_seconds={k: round(v, 4) for k, v in engine.load_seconds.items()},
+        read_only=engine.images.read_only_reason,
     )
     return JSONResponse(body.model_dump())
 

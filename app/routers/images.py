@@ -1,14 +1,17 @@
 """Images by id: the file, a cached thumbnail, metadata; admin upload/delete.
 
 Files are only ever served by numeric id, from the path the index stored for it: no client-supplied path
-reaches the file system (no traversal). Thumbnails are cached on disk keyed by content hash and size, and
-written atomically, so concurrent first requests never serve half a file.
+reaches the file system (no traversal). What is served is checked first (:mod:`app.served_files`): the stored
+path must still be where it was (no symlink out of the photo roots), the bytes must be those indexed (size and
+sha256), and the ``Content-Type`` comes from the detected image format, never from a file name; every image
+answer carries ``X-Content-Type-Options: nosniff`` and ``Content-Security-Policy: default-src 'none'``.
+Thumbnails are cached on disk keyed by content hash and size, and written atomically, so concurrent first
+requests never serve half a file.
 """
 
 from __future__ import annotations
 
 import io
-import mimetypes
 from pathlib import Path as FsPath
 from typing import Annotated
 
@@ -19,21 +22,23 @@ from app.deps import AdminDep, EngineDep
 from app.engine import Engine
 from app.routers.common import ImageId, decode_or_422, image_info, read_upload, record_or_404
 from app.schemas.images import ImageAdded, ImageDeleted, ImageInfo
+from app.served_files import IMAGE_HEADERS, ServedFileError, allowed_path, verified_image
 from indexer.atomic import atomic_write_bytes
-from indexer.images import ImageDecodeError, content_hash, is_image_path, load_image
+from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.store.locks import IndexBusyError
 from indexer.store.metadata import ImageRecord
 
 router = APIRouter(tags=["images"])
 
 _CACHE = {"Cache-Control": "public, max-age=86400"}
+_IMAGE_RESPONSE = {200: {"content": {"image/*": {"schema": {"type": "string", "format": "binary"}}}}}
 
 
-def _file_or_404(record: ImageRecord) -> FsPath:
-    path = FsPath(record.path)
-    if not path.is_file():
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"the file of image {record.id} is missing on the server")
-    return path
+def _verified_or_404(engine: Engine, record: ImageRecord) -> tuple[bytes, str]:
+    try:
+        return verified_image(record, engine.settings.served_roots(engine.images.folder), engine.settings.allowed_roots)
+    except ServedFileError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be served: {exc}") from None
 
 
 def _thumbnail(engine: Engine, record: ImageRecord) -> FsPath:
@@ -41,14 +46,16 @@ def _thumbnail(engine: Engine, record: ImageRecord) -> FsPath:
     target = engine.settings.thumbnails_dir / f"{record.sha256}_{size}.jpg"
     if target.is_file():
         return target
-    source = _file_or_404(record)
+    data, _ = _verified_or_404(engine, record)
     try:
-        image = load_image(source, max_pixels=engine.settings.max_image_pixels)
+        with engine.pixels.reserved(data):
+            image = decode_image(data, max_pixels=engine.settings.max_image_pixels)
+            image.thumbnail((size, size))
+            buffer = io.BytesIO()
+            image.save(buffer, format="JPEG", quality=85)
+            del image
     except ImageDecodeError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be read any more: {exc}") from None
-    image.thumbnail((size, size))
-    buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=85)
     atomic_write_bytes(target, buffer.getvalue())
     return target
 
@@ -63,19 +70,36 @@ async def list_images(
     return [image_info(record) for record in records]
 
 
-@router.get("/images/{image_id}", summary="The image file", response_class=FileResponse)
-async def get_image(engine: EngineDep, image_id: ImageId) -> FileResponse:
+_FILE_ROUTE = {
+    "summary": "The image file",
+    "description": "The indexed file, as indexed: 404 when it changed, moved behind a symlink out of the photo "
+    "roots, or is not in an image format. `Content-Type` is the detected format's.",
+    "response_class": Response,
+    "responses": _IMAGE_RESPONSE,
+}
+
+
+@router.head("/images/{image_id}", operation_id="head_image_file", **_FILE_ROUTE)  # type: ignore[arg-type]
+@router.get("/images/{image_id}", operation_id="get_image_file", **_FILE_ROUTE)  # type: ignore[arg-type]
+async def get_image(engine: EngineDep, image_id: ImageId) -> Response:
     record = await record_or_404(engine, image_id)
-    path = await engine.run(_file_or_404, record)
-    media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-    return FileResponse(path, media_type=media_type, headers=_CACHE)
+    data, media_type = await engine.run(_verified_or_404, engine, record)
+    return Response(data, media_type=media_type, headers=_CACHE | IMAGE_HEADERS)
 
 
-@router.get("/images/{image_id}/thumbnail", summary="A JPEG thumbnail (cached)", response_class=FileResponse)
+_THUMBNAIL_ROUTE = {
+    "summary": "A JPEG thumbnail (cached)",
+    "response_class": FileResponse,
+    "responses": {200: {"content": {"image/jpeg": {"schema": {"type": "string", "format": "binary"}}}}},
+}
+
+
+@router.head("/images/{image_id}/thumbnail", operation_id="head_thumbnail", **_THUMBNAIL_ROUTE)  # type: ignore[arg-type]
+@router.get("/images/{image_id}/thumbnail", operation_id="get_thumbnail", **_THUMBNAIL_ROUTE)  # type: ignore[arg-type]
 async def get_thumbnail(engine: EngineDep, image_id: ImageId) -> FileResponse:
     record = await record_or_404(engine, image_id)
     path = await engine.run(_thumbnail, engine, record)
-    return FileResponse(path, media_type="image/jpeg", headers=_CACHE)
+    return FileResponse(path, media_type="image/jpeg", headers=_CACHE | IMAGE_HEADERS)
 
 
 @router.get("/images/{image_id}/info", response_model=ImageInfo, summary="Stored metadata of an image")
@@ -98,14 +122,17 @@ def _add_path(engine: Engine, raw: str, meta: dict[str, object]) -> tuple[ImageR
     if not engine.settings.allow_local_paths:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "indexing server paths is disabled (POLYGLOT_ALLOW_LOCAL_PATHS)")
     try:
-        path = FsPath(raw).expanduser().resolve()
-        exists = path.is_file()
-    except (OSError, ValueError, RuntimeError):
-        exists = False
-    if not exists:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no such file on the server: {raw}")
-    if not is_image_path(path):
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{raw}: not an image file name (.jpg, .png, …)")
+        # One answer for every refusal (missing, outside the roots, not a file, not an image name): a client
+        # learns nothing about what exists outside the photo folders.
+        path = allowed_path(raw, engine.settings.served_roots(engine.images.folder)[:-1])
+    except ServedFileError as exc:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
+    size = path.stat().st_size
+    if size > engine.settings.max_file_bytes:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"file too large: {size:,} bytes, the limit is {engine.settings.max_file_bytes:,} (POLYGLOT_MAX_FILE_BYTES)",
+        )
     report = engine.images.add_paths([path], {path: meta} if meta else None, progress=False)
     if report.failed:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{raw}: {report.failed[0][1]}")
@@ -117,13 +144,17 @@ def _add_path(engine: Engine, raw: str, meta: dict[str, object]) -> tuple[ImageR
 
 
 def _add_bytes(engine: Engine, data: bytes, filename: str, meta: dict[str, object]) -> tuple[ImageRecord, bool]:
-    decode_or_422(data, engine.settings.max_image_pixels)  # a clear 413/422 before anything is written
     known = engine.images.store.by_sha256(content_hash(data))
-    try:
-        record = engine.images.add_image_bytes(data, filename, meta)
-    except ImageDecodeError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-    return record, known is None
+    if known is not None:
+        return known, False
+    # Decoded once, inside the process-wide pixel budget, and embedded in the same task (no decoded image waits).
+    with engine.pixels.reserved(data):
+        decode_or_422(data, engine.settings.max_image_pixels)  # a clear 422 before anything is written
+        try:
+            record = engine.images.add_image_bytes(data, filename, meta)
+        except ImageDecodeError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    return record, True
 
 
 @router.post(
@@ -149,7 +180,7 @@ async def add_image(
     meta = _metadata(title, caption, tags)
     try:
         if file is not None:
-            data = await read_upload(file, engine.settings.max_upload_bytes)
+            data = await read_upload(file, engine.settings.upload_limit)
             name = FsPath(file.filename or "upload").name[:255] or "upload"
             record, created = await engine.run(_add_bytes, engine, data, name, meta)
         else:

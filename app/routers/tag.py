@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from app.deps import EngineDep
 from app.engine import Engine
-from app.routers.common import decode_or_422, read_upload
+from app.routers.common import decoded_and_then, read_upload
 from indexer.tagging.caption_source import CaptionIndexRetriever
 from indexer.tagging.loading import load_tagger
 from indexer.tagging.tagger import Tagger, UnknownLanguageError
@@ -92,12 +92,11 @@ async def tag_upload(
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT, f"k must be at most {tagger.settings.max_k} (POLYGLOT_TAG_MAX_K)"
         )
-    data = await read_upload(file, engine.settings.max_upload_bytes)
-    image = await engine.run(decode_or_422, data, engine.settings.max_image_pixels)
+    data = await read_upload(file, engine.settings.upload_limit)
     try:
-        result = await engine.run(tagger.tag, image, langs, count, source)
+        result = await engine.run(decoded_and_then, engine, data, lambda image: tagger.tag(image, langs, count, source))
     except UnknownLanguageError as exc:  # a vocabulary removed between the check and now
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     except ValueError as exc:  # e.g. source=captions without English captions in the caption index
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-    return {code: [TagOut(**t.as_dict()) for t in tags] for code, tags in result.items()}  # type: ignore[arg-type]
+    return {code: [TagOut(**t.as_dict()) for t in tags] for code, tags in result.items()}

@@ -25,3 +25,15 @@ class Ready(BaseModel):
         default_factory=list, max_length=500, description="Languages whose queries are also scored by an English gloss."
     )
     load_seconds: dict[str, float]
+    read_only: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="Set when the index's last save failed (no space): it serves its last good state, read-only, "
+        "and the next write retries the save.",
+    )
+
+
+class NotReady(BaseModel):
+    status: str = Field(max_length=20, description="'loading' (models and index not loaded yet) or 'unavailable'.")
+    backend: str | None = Field(default=None, max_length=20, description="The unreachable backend: database, vectors.")
+    detail: str | None = Field(default=None, max_length=1000)

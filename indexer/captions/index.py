@@ -21,6 +21,7 @@ from indexer.captions.store import CaptionStore
 from indexer.embedders import TextEmbedder
 from indexer.indexer_settings import IndexerSettings
 from indexer.sentence_cache import cached_sentences
+from indexer.store.failures import DiskFullError, translated
 from indexer.store.locks import IndexBusyError, process_lock
 from indexer.store.sql import redact_url, sqlite_url
 from indexer.store.vectors import VectorIndex
@@ -58,6 +59,7 @@ class CaptionIndex:
         self._write_mutex = threading.Lock()  # one writer per process; the flock keeps out other processes
         # Replaced as a whole, never mutated: a search reads one consistent set of per-language indexes.
         self._indexes: dict[str, VectorIndex] = {}
+        self.read_only_reason: str | None = None  # set when opened after a failed save (see open)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -84,6 +86,12 @@ class CaptionIndex:
             except IndexBusyError:
                 # Another process is writing and repairs the files itself; build what it has committed in memory.
                 log.info("caption index busy: reconciling in memory only", extra={"folder": str(index.folder)})
+                index._reconcile(persist=False)
+            except DiskFullError as exc:
+                # The repaired files could not be written: serve the repair from memory, read-only; the next
+                # write retries (the files on disk are the last good state, written atomically).
+                index.read_only_reason = str(exc)
+                log.warning("caption index opened read-only: its repair could not be saved", extra={"reason": str(exc)})
                 index._reconcile(persist=False)
         except BaseException:
             index.close()
@@ -158,11 +166,26 @@ class CaptionIndex:
             added: dict[str, builtins.list[tuple[int, str]]] = defaultdict(builtins.list)
             for id_, lang, text in fresh:
                 added[lang].append((id_, text))
-            for lang, items in sorted(added.items()):
-                updated = self._copy(lang)
-                updated.add([i for i, _ in items], np.stack([vectors[(lang, text)] for _, text in items]))
-                self._commit_lang(lang, updated)
-            self._write_sidecar()
+            before = dict(self._indexes)
+            try:
+                for lang, items in sorted(added.items()):
+                    updated = self._copy(lang)
+                    updated.add([i for i, _ in items], np.stack([vectors[(lang, text)] for _, text in items]))
+                    self._commit_lang(lang, updated)
+                self._write_sidecar()
+            except BaseException:
+                # A language file could not be written (no space): take the rows back so that SQL and the files
+                # agree now, not at the next open; the sentence embeddings are cached for the retry.
+                committed = [lang for lang in added if self._indexes.get(lang) is not before.get(lang)]
+                self._indexes = before
+                self.store.delete_ids([i for i, _, _ in fresh])
+                for lang in committed:  # best effort: an old file is no larger; the next open repairs the rest
+                    try:
+                        self.files.save(lang, before.get(lang))
+                    except OSError:
+                        log.warning("caption file left ahead of SQL; repaired at the next open", extra={"lang": lang})
+                raise
+            self.read_only_reason = None
             return len(fresh)
 
     def remove(self, lang: str | None = None, source: str | None = None, image: str | None = None) -> int:
@@ -179,7 +202,10 @@ class CaptionIndex:
     # ------------------------------------------------------------------ internals
     @contextmanager
     def _writer(self) -> Iterator[None]:
-        with self._write_mutex, process_lock(self.folder / LOCK_NAME):
+        with self._write_mutex, process_lock(self.folder / LOCK_NAME), translated(self.folder, what="caption index"):
+            if self.read_only_reason is not None:  # retry the repair that could not be saved when opened
+                self._reconcile(persist=True)
+                self.read_only_reason = None
             yield
 
     def _copy(self, lang: str) -> VectorIndex:

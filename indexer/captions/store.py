@@ -115,6 +115,14 @@ class CaptionStore(SqlStore):
             new = session.execute(statement, rows).all()
         return sorted((int(i), lang, text) for i, lang, text in new)
 
+    def delete_ids(self, ids: Sequence[int]) -> None:
+        """Delete rows by id, in one transaction (undoing an insert whose vectors could not be saved)."""
+        if not ids:
+            return
+        with self.transaction() as session:
+            for start in range(0, len(ids), BATCH):
+                session.execute(delete(CaptionRow).where(CaptionRow.id.in_(list(ids)[start : start + BATCH])))
+
     def delete(
         self, lang: str | None = None, source: str | None = None, image: str | None = None
     ) -> list[tuple[int, str]]:

@@ -25,6 +25,7 @@ from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, decode_image
 from indexer.indexer_settings import IndexerSettings
 from indexer.store import vector_files as vf
+from indexer.store.failures import DiskFullError, translated
 from indexer.store.index_kinds import KINDS, VectorIndexSettings, choose_kind
 from indexer.store.ingest import Item, header_size
 from indexer.store.locks import IndexBusyError, ReadWriteLock, process_lock
@@ -88,6 +89,9 @@ class IndexCore(ABC):
         self._cache_lock = threading.Lock()
         self._cache: FeatureCache | None = None
         self.rebuilt_on_open: AddReport | None = None
+        # Set when the last write could not be saved (no space): the index serves its last good state (plus, in
+        # memory, what SQL has and the features cache restores) and the next write retries the pending save.
+        self.read_only_reason: str | None = None
 
     def __len__(self) -> int:
         with self._rw.read():
@@ -106,10 +110,21 @@ class IndexCore(ABC):
             with process_lock(self.folder / LOCK_NAME):
                 self._writer_depth = 1
                 try:
-                    self._catch_up()
-                    yield
+                    with translated(self.folder):
+                        self._catch_up()
+                        self._retry_pending_save()
+                        yield
                 finally:
                     self._writer_depth = 0
+
+    def _retry_pending_save(self) -> None:
+        """An index opened read-only after a failed save retries it before any new write (and refuses the write,
+        with the same one-line reason, while there is still no space)."""
+        if self.read_only_reason is None:
+            return
+        self._persist()
+        log.warning("the pending index save succeeded: the index is writable again", extra={"folder": str(self.folder)})
+        self.read_only_reason = None
 
     def _catch_up(self) -> None:
         """ivf-pq-mmap files and Milvus collections change in place: take in what another writing process
@@ -126,6 +141,15 @@ class IndexCore(ABC):
         if isinstance(self._vectors, MmapIvfIndex):
             with self._rw.write():
                 self._vectors.catch_up()
+
+    def check_backends(self) -> None:
+        """Raise :class:`BackendUnavailableError` unless the metadata database (and the vector server, for the
+        Milvus backend) answer now; ``/ready`` asks this on every call."""
+        with translated(self.folder):
+            self.store.ping()
+        vectors = self._vectors
+        if isinstance(vectors, MilvusVectors):
+            vectors.ping()
 
     def _loaded_encoder(self) -> ImageEncoder:
         with self._encoder_lock:
@@ -196,8 +220,33 @@ class IndexCore(ABC):
         replaced = [item.replaces for item in good if item.replaces is not None]
         records = self.store.insert([item.to_new_image() for item in good], replace_ids=replaced)
         matrix = self._space.apply(np.stack([features[item.sha256] for item in good]))
-        self._add_vectors([r.id for r in records], matrix, replaced)
+        try:
+            self._add_vectors([r.id for r in records], matrix, replaced)
+        except BaseException:
+            # The vector backend failed (a Milvus outage): a row may only exist with its vector, so take the rows
+            # back now rather than at the next start (the replaced rows stay gone: re-adding the file restores it).
+            self._roll_back([r.id for r in records], vectors_added=False)
+            raise
         return records
+
+    def _roll_back(self, ids: Sequence[int], vectors_added: bool = True) -> None:
+        """Undo rows (and their vectors, when ``vectors_added``) whose write could not be completed; best effort:
+        what cannot be undone now (the database is down too) is reconciled when the index is next opened."""
+        if not ids:
+            return
+        if vectors_added:
+            try:
+                with self._rw.write():
+                    if self._vectors is not None:
+                        self._vectors.remove(list(ids))
+            except Exception as exc:  # the vector backend is what failed; the reconcile drops them
+                log.warning(
+                    "could not remove vectors of a failed write", extra={"ids": list(ids)[:20], "error": str(exc)}
+                )
+        try:
+            self.store.delete(list(ids))
+        except Exception as exc:
+            log.error("could not delete rows of a failed write", extra={"ids": list(ids)[:20], "error": str(exc)})
 
     def _add_vectors(self, ids: Sequence[int], matrix: np.ndarray, replaced: Sequence[int] = ()) -> None:
         with self._rw.write():
@@ -263,6 +312,11 @@ class IndexCore(ABC):
         except IndexBusyError:
             # Another process is mid-write; it reconciles itself. Read what is on disk.
             log.info("index busy: skipping reconcile", extra={"index_dir": str(self.folder)})
+        except DiskFullError as exc:
+            # The files on disk are the last good state (atomic writes); what the reconcile restored is in memory.
+            # Serve that, read-only, rather than refuse to open: the next write retries the save.
+            self.read_only_reason = str(exc)
+            log.warning("index opened read-only: its pending save failed", extra={"reason": str(exc)})
 
     def _reconcile(self) -> None:
         # numpy set operations: at a million images Python sets cost seconds of start-up

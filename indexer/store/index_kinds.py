@@ -76,6 +76,12 @@ class VectorIndexSettings(BaseSettings):
         description="What searches and counts wait for. Session: this process's own writes (its deletes never "
         "come back), others' within Milvus's time tick. Strong: every write, waiting for a tick each time.",
     )
+    milvus_timeout: float = Field(
+        default=5.0,
+        gt=0,
+        le=600,
+        description="Seconds one Milvus call may take (retries included) before it fails as an outage (503).",
+    )
     milvus_index: Literal["flat", "hnsw"] = Field(
         default="hnsw", description="Milvus index: flat (exact) or hnsw (ANN, tuned by POLYGLOT_INDEX_HNSW_*)."
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from indexer.store.metadata import NewImage
 # EXIF orientations 5-8 rotate by 90°: the upright image has width and height swapped.
 _TRANSPOSED = {5, 6, 7, 8}
 _FORMAT_SUFFIX = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif", "BMP": ".bmp", "TIFF": ".tif"}
+UNKNOWN_SUFFIX = ".img"  # any other format Pillow decodes: a name no browser or server maps to active content
 
 
 @dataclass
@@ -52,13 +54,20 @@ class FileBatch:
 
 
 def read_files(
-    paths: Sequence[Path], existing: Mapping[str, tuple[int, str]], meta: Mapping[Path, dict[str, Any]]
+    paths: Sequence[Path],
+    existing: Mapping[str, tuple[int, str]],
+    meta: Mapping[Path, dict[str, Any]],
+    max_bytes: int | None = None,
 ) -> FileBatch:
-    """Read and hash ``paths``; ``existing`` maps indexed paths to ``(id, sha256)``, ``meta`` paths to metadata."""
+    """Read and hash ``paths``; ``existing`` maps indexed paths to ``(id, sha256)``, ``meta`` paths to metadata.
+    Files over ``max_bytes`` (``POLYGLOT_MAX_FILE_BYTES``) are refused from their size, before a byte is read."""
     batch = FileBatch()
     for path in paths:
         try:
-            data = path.read_bytes()
+            data = read_bounded(path, max_bytes)
+        except FileTooLargeError as exc:
+            batch.failed.append((str(path), str(exc)))
+            continue
         except OSError as exc:
             batch.failed.append((str(path), f"cannot read: {exc.strerror or exc}"))
             continue
@@ -71,6 +80,25 @@ def read_files(
             continue
         batch.items.append(Item(path, data, sha, old[0] if old else None, dict(meta.get(path) or {})))
     return batch
+
+
+class FileTooLargeError(ValueError):
+    """A file over ``POLYGLOT_MAX_FILE_BYTES``: refused from its size, never read."""
+
+
+def read_bounded(path: Path, max_bytes: int | None) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (checked on the open descriptor before reading, and
+    again while reading: a file that grows meanwhile is refused too)."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if max_bytes is not None and size > max_bytes:
+            raise FileTooLargeError(
+                f"file too large: {size:,} bytes, the limit is {max_bytes:,} (POLYGLOT_MAX_FILE_BYTES)"
+            )
+        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise FileTooLargeError(f"file too large: over {max_bytes:,} bytes (POLYGLOT_MAX_FILE_BYTES)")
+    return data
 
 
 def user_fields(meta: dict[str, Any] | None) -> dict[str, Any]:
@@ -98,11 +126,12 @@ def header_size(data: bytes) -> tuple[int, int]:
     return (height, width) if orientation in _TRANSPOSED else (width, height)
 
 
-def upload_suffix(data: bytes, filename: str) -> str:
-    """File suffix for a stored upload: the image's real format, not whatever the client called it."""
+def upload_suffix(data: bytes) -> str:
+    """File suffix for a stored upload: from the image's detected format only, never from the client's file name
+    (an upload named ``evil.html`` must not be stored, nor served, as HTML)."""
     try:
         with Image.open(io.BytesIO(data)) as image:
             fmt = image.format or ""
     except Exception:
         fmt = ""
-    return _FORMAT_SUFFIX.get(fmt, Path(filename).suffix.lower() or ".img")
+    return _FORMAT_SUFFIX.get(fmt, UNKNOWN_SUFFIX)

@@ -19,13 +19,16 @@ later searches do not wait; other processes' writes show within a tick. Inserts 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from indexer.store.failures import BackendUnavailableError, first_line
 from indexer.store.index_kinds import VectorIndexSettings
 from indexer.store.vectors import SearchResult, _as_ids, _as_matrix, checked_additions
 
@@ -40,6 +43,62 @@ class VectorBackendError(RuntimeError):
     """The configured vector backend cannot be used: its client is not installed or its server not reachable."""
 
 
+class VectorServerError(BackendUnavailableError, VectorBackendError):
+    """A call to the Milvus server failed (down, restarting, timed out): an outage, not a bug of the caller."""
+
+
+_SLOW_CALLS = frozenset({"create_collection", "drop_collection", "load_collection", "create_index"})
+
+
+class GuardedClient:
+    """A ``MilvusClient`` whose every call is bounded by ``POLYGLOT_INDEX_MILVUS_TIMEOUT`` and whose failures
+    are :class:`VectorServerError` (one line with the address): the service answers them 503 with Retry-After,
+    the CLI prints the line. Without it a dead server gave a traceback from deep in gRPC, and a 500.
+
+    After a failed call the next one first replaces the client (at most once per ``RECONNECT_SECONDS``): pymilvus's
+    own recovery gave up on a server that was restarted, and the service stayed unready after Milvus was back."""
+
+    RECONNECT_SECONDS = 1.0
+
+    def __init__(self, connect: Callable[[], Any], settings: VectorIndexSettings) -> None:
+        self._connect = connect
+        self._client = connect()
+        self._uri = settings.milvus_uri
+        self._timeout = settings.milvus_timeout
+        self._failed_at: float | None = None
+        self._lock = threading.Lock()
+
+    def _current(self) -> Any:
+        with self._lock:
+            if self._failed_at is not None and time.monotonic() - self._failed_at >= self.RECONNECT_SECONDS:
+                self._failed_at = time.monotonic()
+                try:
+                    fresh = self._connect()
+                except Exception as exc:
+                    raise VectorServerError("vectors", f"Milvus at {self._uri}: {first_line(exc)}") from exc
+                old, self._client, self._failed_at = self._client, fresh, None
+                with contextlib.suppress(Exception):  # the old channel is dead anyway
+                    old.close()
+            return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("create_schema", "prepare_index_params"):
+            return getattr(self._client, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            method = getattr(self._current(), name)
+            # Searches and reads fail fast during an outage; creating (and loading) a collection takes longer.
+            kwargs.setdefault("timeout", self._timeout if name not in _SLOW_CALLS else max(self._timeout, 120.0))
+            try:
+                return method(*args, **kwargs)
+            except Exception as exc:  # pymilvus raises MilvusException and raw gRPC errors alike
+                with self._lock:
+                    self._failed_at = self._failed_at or time.monotonic()
+                raise VectorServerError("vectors", f"Milvus at {self._uri}: {first_line(exc)}") from exc
+
+        return call
+
+
 def _not_mvcc_notice(record: logging.LogRecord) -> bool:
     """Drop pymilvus's warning that a 2.3 server gives no MVCC timestamp to its query iterator (it then uses the
     client's clock, which is what we want): it would print at every index open."""
@@ -52,11 +111,20 @@ def connect(settings: VectorIndexSettings) -> Any:
         from pymilvus import MilvusClient
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise VectorBackendError("POLYGLOT_INDEX_BACKEND=milvus needs pymilvus: pip install '.[cluster]'") from exc
+    # pymilvus logs every failed call (and each retry) with a traceback: during a 35-s outage that was thousands
+    # of tracebacks. Failures reach the caller as VectorServerError, which the service logs once per interval.
+    for name in ("pymilvus.decorators", "pymilvus.client.connection_manager"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     iterator_log = logging.getLogger("pymilvus.client.iterator.query_iterator")
     if _not_mvcc_notice not in iterator_log.filters:
         iterator_log.addFilter(_not_mvcc_notice)
     try:
-        return MilvusClient(uri=settings.milvus_uri, token=settings.milvus_token or "")
+        return GuardedClient(
+            lambda: MilvusClient(
+                uri=settings.milvus_uri, token=settings.milvus_token or "", timeout=settings.milvus_timeout
+            ),
+            settings,
+        )
     except Exception as exc:  # pymilvus raises MilvusException or grpc errors; the user needs the address
         raise VectorBackendError(f"cannot reach Milvus at {settings.milvus_uri}: {exc}") from exc
 
@@ -121,6 +189,8 @@ class MilvusVectors:
         try:
             while page := pages.next():
                 found += [int(row[ID]) for row in page]
+        except Exception as exc:  # the iterator's pages are fetched outside the guarded client's calls
+            raise VectorServerError("vectors", f"Milvus at {self.settings.milvus_uri}: {first_line(exc)}") from exc
         finally:
             pages.close()
         return np.sort(np.asarray(found, dtype=np.int64))
@@ -185,6 +255,10 @@ class MilvusVectors:
         if self.settings.milvus_consistency == "Session":
             return {"consistency_level": "Customized", "guarantee_timestamp": self._written_at}
         return {"consistency_level": self.settings.milvus_consistency}
+
+    def ping(self) -> None:
+        """Raise :class:`VectorServerError` unless the server answers (``/ready``)."""
+        self.client.has_collection(self.collection)
 
     def commit(self) -> None:
         """Nothing to write: Milvus made each insert and delete durable before acknowledging it."""

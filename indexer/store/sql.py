@@ -11,12 +11,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import BigInteger, Engine, Integer, MetaData, create_engine, event
+from sqlalchemy import BigInteger, Engine, Integer, MetaData, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
+
+from indexer.store.failures import LOW_SPACE_BYTES, free_bytes, is_io_error
 
 # SQLite only autoincrements an "INTEGER PRIMARY KEY"; elsewhere ids are 64-bit like FAISS ids.
 ID_TYPE = BigInteger().with_variant(Integer(), "sqlite")
+CONNECT_TIMEOUT_SECONDS = 5
 BATCH = 900  # stay under SQLite's bound-parameter limit in IN (...) clauses
 
 
@@ -29,10 +34,20 @@ def redact_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def create_sql_engine(url: str, schema: str | None = None) -> Engine:
-    """An engine for ``url``; ``schema`` puts unqualified tables in that (PostgreSQL) schema."""
-    engine = create_engine(url, future=True)
+def create_sql_engine(url: str, schema: str | None = None, exclusive: bool = False) -> Engine:
+    """An engine for ``url``; ``schema`` puts unqualified tables in that (PostgreSQL) schema. ``exclusive``
+    (SQLite): exclusive locking, one connection at a time (see :class:`SqlStore`)."""
+    # pre_ping: a pooled connection to a database server that restarted is replaced, not handed out dead (the first
+    # request after an outage would fail although the server is back).
+    options: dict[str, Any] = {}
+    if url.startswith("postgresql"):
+        options["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_SECONDS}  # a dead server: fail, do not hang
+    if exclusive:
+        options["poolclass"] = NullPool  # each use takes the lock and gives it back when it closes
+    engine = create_engine(url, future=True, pool_pre_ping=not url.startswith("sqlite"), **options)
     if engine.dialect.name == "sqlite":
+        if exclusive:
+            event.listen(engine, "connect", _sqlite_exclusive)
         event.listen(engine, "connect", _sqlite_pragmas)
     if schema:
         # One database can hold several indices (or test runs), each in its own schema.
@@ -46,17 +61,39 @@ class SqlStore:
     def __init__(self, url: str, metadata: MetaData, schema: str | None = None) -> None:
         self.url = url
         self.engine: Engine = create_sql_engine(url, schema)
-        metadata.create_all(self.engine)
+        try:
+            metadata.create_all(self.engine)
+        except OperationalError as exc:
+            folder = Path(make_url(url).database or ".").parent
+            if self.engine.dialect.name != "sqlite" or free_bytes(folder) >= LOW_SPACE_BYTES or not is_io_error(exc):
+                raise
+            # A WAL database needs its shared-memory file beside it, which a full disk cannot hold: opening failed
+            # with "disk I/O error". In exclusive locking mode SQLite keeps that index in memory instead, so the
+            # index still opens (read-only in practice) until space returns.
+            self.engine.dispose()
+            self.engine = create_sql_engine(url, schema, exclusive=True)
+            metadata.create_all(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def ping(self) -> None:
+        """Raise unless the database answers a trivial query (``/ready``)."""
+        with self.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
         """One transaction: committed if the block finishes, rolled back otherwise."""
         with self._sessions.begin() as session:
             yield session
+
+
+def _sqlite_exclusive(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA locking_mode=EXCLUSIVE")  # before the first access: no shared-memory file needed
+    cursor.close()
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

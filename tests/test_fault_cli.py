@@ -1,0 +1,37 @@
+"""Issue 24, finding 10: CLI errors are one line whatever the terminal width (rich wrapped them at 80 columns,
+mid-sentence, so a test passed or failed with the length of the temporary path in the message)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import write_random_images
+from test_index_cli import cli_env  # noqa: F401  (the CLI's environment with the fake CNN)
+from typer.testing import CliRunner
+
+from app.cli import cli
+from indexer.distributed.shards import ShardPlan
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("columns", ["40", "80", "300"])
+@pytest.mark.usefixtures("cli_env")
+def test_errors_print_on_one_line_whatever_the_width(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    deep = tmp_path.joinpath(*(["a-rather-long-folder-name"] * 6))  # a long temporary path, as on some CI runners
+    write_random_images(deep / "photos", 2, size=(8, 8))
+    ShardPlan.open(deep / "shards", ["/elsewhere/a.jpg"], "efficientnet-lite0", 4)  # another run's shard folder
+    monkeypatch.setenv("POLYGLOT_INDEX_DIR", str(deep / "index"))
+    result = runner.invoke(
+        cli, ["index", "add", str(deep / "photos"), "--engine", "ray", "--shards", str(deep / "shards")]
+    )
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 2 and len(errors) == 1, result.output
+    assert "holds shards of another run" in errors[0] and str(deep / "shards") in errors[0], result.output
+    code = runner.invoke(cli, ["index", "add", str(deep / "nowhere")])
+    lines = [line for line in code.output.splitlines() if line.strip()]
+    assert code.exit_code == 2 and len(lines) == 1 and str(deep / "nowhere") in lines[0], code.output
