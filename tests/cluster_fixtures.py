@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,7 +54,10 @@ def ray_cluster() -> Iterator[None]:
     paths = [str(TESTS), str(TESTS.parent), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     previous = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # Ray's Unix sockets live under its temporary folder and may not exceed 107 bytes: under a long TMPDIR (some CI
+    # runners) ray.init failed, so it gets a short folder of its own.
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp" if Path("/tmp").is_dir() else None)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, _temp_dir=temp_dir)
     try:
         yield
     finally:

@@ -63,7 +63,10 @@ def test_add_folder_twice_then_list_stats_remove(cli_env: Path) -> None:
     code, output = invoke("stats", "--json")
     assert json.loads(output)["count"] == 2
     code, output = invoke("list")
-    assert code == 0 and "img_0_002.jpg" in output and "img_0_000.jpg" not in output
+    # The path column folds long paths over several lines (its width depends on the temporary folder's length):
+    # read the table without its borders and whitespace.
+    cells = "".join(ch for ch in output if not ch.isspace() and ch not in "│┃")
+    assert code == 0 and "img_0_002.jpg" in cells and "img_0_000.jpg" not in cells
 
     code, output = invoke("rebuild", "--quiet")
     assert code == 0 and "rebuilt 2 vectors" in output

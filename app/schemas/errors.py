@@ -105,7 +105,11 @@ def apply_limits(schema: dict[str, Any], limits: dict[str, int], languages: list
                         and path.endswith(("/search", "/search/image"))
                     ):
                         variant["maximum"] = min(variant.get("maximum", limits["k"]), limits["k"])
-                    elif name == "offset" and variant.get("type") == "integer":
+                    elif (
+                        name == "offset"
+                        and variant.get("type") == "integer"
+                        and path.endswith(("/search", "/search/image"))
+                    ):
                         variant["maximum"] = min(variant.get("maximum", limits["offset"]), limits["offset"])
                     elif name == "q" and variant.get("type") == "string":
                         variant["maxLength"] = min(variant.get("maxLength", limits["q"]), limits["q"])
