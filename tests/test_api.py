@@ -63,7 +63,6 @@ def test_language_given_detected_and_refused(client: TestClient) -> None:
         "probability": None,
         "used": "fr",
         "supported": True,
-        "gloss": None,
     }
     detected = client.get("/v1/search", params={"q": "un chien qui court sur la plage de sable"}).json()["language"]
     assert detected["detected"] == "fr" and detected["supported"] is True

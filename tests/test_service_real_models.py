@@ -1,4 +1,5 @@
-"""The service as deployed: the real engine (shipped towers, bundled encoders) behind HTTP, on a tiny index."""
+"""The service as deployed: the real engine (the shipped student, the bundled image encoder) behind HTTP, on a
+tiny index."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.slow
 REPO_MODELS = Path(__file__).resolve().parents[1] / "var" / "models"
 
 
-@pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped tower")
+@pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped student")
 def test_real_engine_searches_with_its_threads_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("POLYGLOT_"):
@@ -36,15 +37,20 @@ def test_real_engine_searches_with_its_threads_pinned(tmp_path: Path, monkeypatc
 
     with TestClient(create_app(settings)) as client:
         assert client.get("/ready").status_code == 200
-        answers = [client.get("/v1/search", params={"q": q, "lang": lang}) for q, lang in
-                   [("a red square", "en"), ("ein grünes Bild", "de"), ("modrý obrázek", "cs")]]  # fmt: skip
+        queries = [("une image rouge", "fr"), ("एक लाल तस्वीर", "hi"), ("modrý obrázek", "cs"), ("ein grünes Bild", None)]
+        answers = [client.get("/v1/search", params={"q": q, **({"lang": lang} if lang else {})}) for q, lang in queries]
         for answer in answers:
             assert answer.status_code == 200, answer.text
             body = answer.json()
             assert [r["rank"] for r in body["results"]] == [1, 2, 3]
             assert {r["metadata"]["filename"] for r in body["results"]} == {p.name for p in paths}
-        # mUSE's languages take the fast tower, Czech the main one (e5 half + bridge).
-        assert answers[0].json()["text_encoder"] == "muse" and answers[2].json()["text_encoder"] == "muse+e5-small"
+            assert body["text_encoder"] == "e5-student"  # one model for every language, detected ones included
+        assert answers[1].json()["language"]["used"] == "hi" and answers[1].json()["language"]["supported"] is True
+        ready = client.get("/ready").json()
+        assert ready["text_encoder"] == "e5-student" and ready["text_model"] == "e5-student:student"
+        languages = client.get("/languages").json()["text_languages"]
+        assert languages == ready["text_languages"] and {"fr", "hi", "cs", "sw", "vi"} <= set(languages)
+        assert len(languages) >= 90  # XLM-R's ~100 languages, which e5-small was pretrained on
         # Search runs on its own thread, and no BLAS pool spins beside it (one thread each, as configured).
         assert "search-batch-0" in {thread.name for thread in threading.enumerate()}
         blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]

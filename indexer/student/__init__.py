@@ -1,5 +1,6 @@
 """The trained student text encoder (multilingual-e5-small's first layers + a head into the image space)."""
 
-from indexer.student.model import KIND, SHIPPED_STUDENT, TEXT_ENCODER, is_student_folder, load_trunk
+from indexer.export.registry import SHIPPED_STUDENT
+from indexer.student.model import KIND, TEXT_ENCODER, is_student_folder, load_trunk
 
 __all__ = ["KIND", "SHIPPED_STUDENT", "TEXT_ENCODER", "is_student_folder", "load_trunk"]

@@ -18,10 +18,11 @@ from indexer.encoders.e5_onnx import E5OnnxEncoder, E5Variant
 from indexer.encoders.e5_tokenizer import E5Tokenizer
 from indexer.encoders.e5_weights import E5Weights
 from indexer.encoders.onnx_session import open_session
-from indexer.model_files import sha256_file
 from indexer.export.registry import STUDENT_FP32_FILE, STUDENT_INT8_FILE, student_export
+from indexer.model_files import sha256_file
 from indexer.student.model import TEXT_ENCODER, TRUNK_DELTA
 from indexer.tower import TextTower
+
 
 class StudentOnnxEncoder(E5OnnxEncoder):
     """Trunk of a student: text → mean-pooled hidden state of its last layer (384-d, unit length)."""

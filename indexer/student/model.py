@@ -22,7 +22,7 @@ from safetensors.torch import load_file, save
 from indexer.atomic import atomic_open
 from indexer.encoders.e5_weights import E5Weights
 from indexer.export.e5 import E5Encoder
-from indexer.export.registry import SHIPPED_STUDENT, STUDENT_TRUNK_DELTA
+from indexer.export.registry import STUDENT_TRUNK_DELTA
 from indexer.tower import CONFIG_NAME, TextTower
 
 KIND = "e5-student"  # config.json "kind" of a student folder
