@@ -39,7 +39,9 @@ def test_every_language_and_undetected_queries_take_the_one_encoder(served: Test
     assert {answer["text_encoder"] for answer in answers} == {FakeTextEncoder.name}
     assert "gloss" not in answers[0]["language"]
     # No bridge on the fake side: the language does not change the vector, so not the ranking either.
-    assert [(r["id"], r["score"]) for r in answers[0]["results"]] == [(r["id"], r["score"]) for r in answers[1]["results"]]
+    assert [(r["id"], r["score"]) for r in answers[0]["results"]] == [
+        (r["id"], r["score"]) for r in answers[1]["results"]
+    ]
     ready = served.get("/ready").json()
     assert ready["text_encoder"] == FakeTextEncoder.name and ready["text_model"] == FakeTextEncoder.name
     assert ready["text_languages"] == sorted(FakeTextEncoder.languages)
@@ -110,7 +112,11 @@ def test_removed_settings_are_named_once_at_start_up_and_change_nothing(
     warnings = [record for record in caplog.records if record.name == "indexer.settings"]
     assert len(warnings) == 1  # once per process, however often the models are loaded
     message = warnings[0].getMessage()
-    assert "POLYGLOT_FAST_TOWER," in message and "POLYGLOT_LEXICONS_DIR" in message and "no longer have an effect" in message
+    assert (
+        "POLYGLOT_FAST_TOWER," in message
+        and "POLYGLOT_LEXICONS_DIR" in message
+        and "no longer have an effect" in message
+    )
     assert warnings[0].removed_settings == ["POLYGLOT_FAST_TOWER", "POLYGLOT_LEXICONS_DIR"]  # type: ignore[attr-defined]
 
 

@@ -87,7 +87,12 @@ def test_evaluate_cli_reports_the_served_model(
     report = json.loads(out.read_text())
     assert {block["route"] for block in report["languages"].values()} == {FakeTextEncoder.name}
     assert report["served"]["index_kind"] == "flat" and report["pool_images"] == 15
-    for removed in (["--ensemble-with", "x"], ["--ensemble-weight", "0.5"], ["--no-glosses"], ["--lexicon-weight", "1"]):
+    for removed in (
+        ["--ensemble-with", "x"],
+        ["--ensemble-weight", "0.5"],
+        ["--no-glosses"],
+        ["--lexicon-weight", "1"],
+    ):
         gone = CliRunner().invoke(cli, ["evaluate", "--data", str(data), *removed])
         assert gone.exit_code == 2 and "No such option" in gone.output, removed
     lexicons = CliRunner().invoke(cli, ["evaluate", "--data", str(data), "--lexicons", str(tmp_path)])

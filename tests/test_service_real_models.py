@@ -37,7 +37,12 @@ def test_real_engine_searches_with_its_threads_pinned(tmp_path: Path, monkeypatc
 
     with TestClient(create_app(settings)) as client:
         assert client.get("/ready").status_code == 200
-        queries = [("une image rouge", "fr"), ("एक लाल तस्वीर", "hi"), ("modrý obrázek", "cs"), ("ein grünes Bild", None)]
+        queries = [
+            ("une image rouge", "fr"),
+            ("एक लाल तस्वीर", "hi"),
+            ("modrý obrázek", "cs"),
+            ("ein grünes Bild", None),
+        ]
         answers = [client.get("/v1/search", params={"q": q, **({"lang": lang} if lang else {})}) for q, lang in queries]
         for answer in answers:
             assert answer.status_code == 200, answer.text
