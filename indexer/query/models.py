@@ -190,7 +190,7 @@ def _load_text(
             folder,
             settings.resolved_models_dir,
             device=settings.device,
-            precision=settings.e5_precision,  # type: ignore[arg-type]
+            precision=settings.e5_precision,
             threads=threads,
             sentence_cache=sentence_cache,
         )
