@@ -12,8 +12,9 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/health", response_model=Health, summary="Liveness: the process answers")
-async def health() -> Health:
-    return Health(status="ok")
+async def health(request: Request) -> Health:
+    engine = getattr(request.app.state, "engine", None)  # None while loading: still alive
+    return Health(status="ok", text_encoder=engine.pipeline.encoder_name if engine is not None else None)
 
 
 @router.get(

@@ -7,6 +7,9 @@ from pydantic import BaseModel, Field
 
 class Health(BaseModel):
     status: str = Field(max_length=20)
+    text_encoder: str | None = Field(
+        default=None, max_length=100, description="The text encoder serving every language (null while loading)."
+    )
 
 
 class Ready(BaseModel):
