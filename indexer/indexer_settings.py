@@ -79,12 +79,13 @@ class IndexerSettings(BaseSettings):
         default=None,
         description="Folders of linear caption alignments (`polyglot train --method pcca --langs x,y`; JSON list): "
         "captions of y found for a query in x (and back) are ranked in the alignment's space. Unset: the shipped "
-        "ones (indexer/assets/align/*, used when the main tower's encoder includes theirs); [] = none.",
+        "ones (indexer/assets/align/*, over mUSE: used when the text side's encoder includes it, i.e. a research "
+        "tower, not the student); [] = none.",
     )
     caption_search_fallback: Literal["sentence", "tower"] = Field(
         default="sentence",
-        description="Language pairs without an alignment: 'sentence' ranks the main tower's frozen sentence "
-        "embeddings by cosine, 'tower' the captions' image-space vectors (docs/results.md compares them).",
+        description="Language pairs without an alignment: 'sentence' ranks the text encoder's sentence embeddings "
+        "(the student's trunk) by cosine, 'tower' the captions' image-space vectors (docs/results.md compares them).",
     )
     # Cross-lingual consistency (indexer/query/clc.py, docs/results.md "Issue 15"): queries also scored by their
     # translations. Off unless asked per request (/search?clc=) or here.
