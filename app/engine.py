@@ -3,7 +3,8 @@
 Built once in the lifespan (:func:`load_engine`, run in a worker thread since loading models blocks). What turns
 text and images into vectors and hits is :class:`indexer.query.QueryPipeline` — the same object ``polyglot
 evaluate`` and ``polyglot search`` use. This module only adds what a server needs around it: text searches go to
-the micro-batcher's search threads (:mod:`app.batcher`, ``POLYGLOT_SEARCH_BATCH_WORKERS``), every other blocking
+the micro-batcher's search threads (:mod:`app.batcher`, one batcher for every language,
+``POLYGLOT_SEARCH_BATCH_WORKERS``), every other blocking
 call through :meth:`Engine.run` (``anyio.to_thread.run_sync`` with a limiter of ``POLYGLOT_THREAD_POOL_SIZE``),
 so the event loop never runs inference; result pages read metadata through :class:`app.record_cache.RecordCache`.
 
@@ -53,42 +54,29 @@ class Engine:
     load_seconds: dict[str, float] = field(default_factory=dict)
     pixels: PixelBudget = field(default_factory=PixelBudget)  # decoded pixels in flight (app/pixel_budget.py)
     components: dict[str, Any] = field(default_factory=dict)
-    # One micro-batcher per lane: ``fast`` (queries the fast tower answers alone) and ``main`` (everything else).
-    text_batchers: dict[str, Batcher[Any]] = field(default_factory=dict)
+    # The search threads' micro-batcher (None: POLYGLOT_SEARCH_BATCH_SIZE=1, each search in the thread pool).
+    text_batcher: Batcher[Any] | None = None
 
     @property
     def models(self) -> Models:
         return self.pipeline.models
 
-    def lane(self, lang: str | None, clc: ClcMode = "off") -> str:
-        """The batcher a query waits in. Fast-route queries get their own so a batch of them never waits for
-        the main tower's e5-small (measured under a mixed load: a Czech query in the batch made every English
-        query in it pay for e5); queries without ``lang`` may be detected as a main-route language, and CLC
-        queries' translations may take the main tower, so they go to the main lane."""
-        if clc != "off" or lang is None or "fast" not in self.text_batchers:
-            return "main"
-        if self.pipeline.route(lang) == "fast":
-            return "fast"
-        return "main"
-
     async def start(self) -> None:
-        """Start the search threads (the text-search micro-batchers); called by the lifespan."""
+        """Start the search threads (the text-search micro-batcher); called by the lifespan."""
         if self.settings.search_batch_size <= 1:
             return
-        lanes = ["main", "fast"] if self.pipeline.models.fast_text is not None else ["main"]
-        for lane in lanes:
-            batcher: Batcher[Any] = Batcher(
-                self.search_and_finish,
-                self.settings.search_batch_size,
-                self.settings.search_batch_workers,
-                thread_init=self._pin_threads,
-            )
-            await batcher.start()
-            self.text_batchers[lane] = batcher
+        batcher: Batcher[Any] = Batcher(
+            self.search_and_finish,
+            self.settings.search_batch_size,
+            self.settings.search_batch_workers,
+            thread_init=self._pin_threads,
+        )
+        await batcher.start()
+        self.text_batcher = batcher
 
     async def stop(self) -> None:
-        batchers, self.text_batchers = self.text_batchers, {}
-        for batcher in batchers.values():
+        batcher, self.text_batcher = self.text_batcher, None
+        if batcher is not None:
             await batcher.stop()
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -128,14 +116,14 @@ class Engine:
         self, text: str, lang: str | None, depth: int, finish: Callable[[list[Hit]], T], clc: ClcMode = "off"
     ) -> tuple[T, str]:
         """``finish(hits)`` of the best ``depth`` hits for a text query in ``lang`` (micro-batched with concurrent
-        queries when enabled; ``finish`` runs in the worker thread), and the text encoder(s) that embedded it.
+        queries when enabled; ``finish`` runs in the worker thread), and the text encoder that embedded it.
         ``clc``: cross-lingual consistency (checked by the caller with ``pipeline.check_clc``)."""
         item: SearchItem = (text, lang, depth, clc, finish)
-        if self.text_batchers:
-            answer = await self.text_batchers[self.lane(lang, clc)].submit(item)
+        if self.text_batcher is not None:
+            answer = await self.text_batcher.submit(item)
         else:
             answer = (await self.run(self.search_and_finish, [item]))[0]
-        return answer, self.pipeline.encoder_names(self.pipeline.route(lang))
+        return answer, self.pipeline.encoder_name
 
     def metadata(self, ids: Sequence[int]) -> dict[int, ImageMetadata]:
         return self.records.get_many(ids)
@@ -169,9 +157,7 @@ def load_engine(settings: ServiceSettings) -> Engine:
     # Use BLAS (cache-blocked matrix products) from 2 queries up: a micro-batch then reads the vectors once.
     faiss.cvar.distance_compute_blas_threshold = 2
     models = load_models(settings, threads=settings.inference_threads)
-    for embedder in (models.text, models.fast_text):
-        if embedder is not None:
-            embedder.embed(["warm up"])
+    models.text.embed(["warm up"])
     seconds = dict(models.load_seconds)
     images = timed(
         seconds,

@@ -40,8 +40,8 @@ class ServiceSettings(IndexerSettings):
         default=1,
         ge=1,
         le=64,
-        description="Search threads per lane (fast-tower queries and the others each have their own), each "
-        "running one batch at a time (1: the largest batches; on 2 cores 1 gave 605 req/s at 8 clients, 2 gave 512).",
+        description="Search threads of the text-search micro-batcher, each running one batch at a time (1: the "
+        "largest batches; on 2 cores 1 gave 605 req/s at 8 clients, 2 gave 512).",
     )
     images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")
     captions_file: Path | None = Field(default=None, description="JSONL captions indexed by `serve` if new.")

@@ -1,7 +1,7 @@
 """Caption → caption search on the dev task-1 translations, through the code ``GET /captions/search`` runs.
 
 The dev task-1 captions of the chosen languages (one caption per photo and language, translations of the English
-one) are indexed in a fresh caption index with the served main tower; every caption of language a then queries
+one) are indexed in a fresh caption index with the served text side; every caption of language a then queries
 the captions of language b through :class:`indexer.captions.cross_lingual.CrossLingualCaptions` — with the
 configured alignments, and with each fallback alone — and R@1 counts the top caption being its own translation.
 Latency: single queries through the same call with no query cache (what a request costs beyond HTTP), median

@@ -1,6 +1,6 @@
 """Latency cost of cross-lingual consistency: one client, one query at a time through the service's query pipeline
 (``QueryPipeline.search_texts``, as ``/search`` calls it, query cache off: every query is new) on the 6,993-photo
-index, with the shipped served configuration (fast mUSE route, main tower for cs), one inference thread.
+index, with the served text side (the shipped student unless POLYGLOT_TOWER_PATH says otherwise), one inference thread.
 
 Queries: dev captions, ``--per-lang`` distinct ones per language (en/de/fr/cs/pt). Reported: p50/p95/mean ms per
 configuration and language, with the load average (the machine is shared: read the numbers relative to each
@@ -87,9 +87,7 @@ def main() -> None:
     results["off"] = timings(pipeline, index, queries, "off")
     print("off", results["off"]["all"], flush=True)
     for name, translator_settings in translators.items():
-        models.translator = load_translator(
-            translator_settings, [models.text.encoder, *([models.fast_text.encoder] if models.fast_text else [])]
-        )
+        models.translator = load_translator(translator_settings, [models.text.encoder])
         models.clc_classifier = None
         results[f"average/{name}"] = timings(pipeline, index, queries, "average")
         print(f"average/{name}", results[f"average/{name}"]["all"], flush=True)

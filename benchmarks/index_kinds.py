@@ -6,7 +6,7 @@ Run from the repository root (results go to benchmarks/index_kinds.md)::
 
 The vectors are those of the index in POLYGLOT_INDEX_DIR (``var/index``: the 6,993 photos of the shared data);
 the queries are dev-split captions in the languages ``/search`` accepts, embedded by the service's query pipeline
-with the current settings (each on its language's route). Every kind is built from the
+with the current settings (each in its language). Every kind is built from the
 same vectors with its default settings; recall@k = overlap with the exhaustive (``flat``) top k.
 
 Search times are medians per call, one thread, with the last-level cache flushed before each call (a 64 MB
@@ -85,7 +85,7 @@ def main() -> None:
     ids = stored.ids()
     vectors = stored.reconstruct_many(ids)
     row_of = {int(i): row for row, i in enumerate(ids)}
-    # The queries are what /search embeds with these settings (each caption on its language's route).
+    # The queries are what /search embeds with these settings (each caption in its language).
     pipeline = QueryPipeline(load_models(settings), settings, QueryCache(0))
     pairs = dev_captions(args.data, pipeline, args.queries)
     queries = pipeline.embed_queries([text for text, _ in pairs], [lang for _, lang in pairs])
@@ -124,7 +124,7 @@ def main() -> None:
         "images": len(ids),
         "dim": int(vectors.shape[1]),
         "queries": len(queries),
-        "query_routes": sorted({pipeline.route_label(lang) for _, lang in pairs}),
+        "query_model": pipeline.models.label,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_avg_1m": os.getloadavg()[0]},
         "results": rows,
     }
@@ -135,7 +135,7 @@ def main() -> None:
         f"Command: `{report['command']}`",
         "",
         f"{report['images']:,} photos ({report['dim']}-d vectors of the index), {report['queries']} dev captions as "
-        f"queries (embedded by the served pipeline: {', '.join(report['query_routes'])}), recall against the exhaustive `flat` top k. Search: "
+        f"queries (embedded by the served pipeline: {report['query_model']}), recall against the exhaustive `flat` top k. Search: "
         f"median ms per call, one thread, last-level cache flushed before each call. Machine: "
         f"{report['machine']['cpus']} CPUs, load average {report['machine']['load_avg_1m']:.1f}.",
         "",

@@ -7,27 +7,6 @@ from typing import Any
 
 def markdown(report: dict[str, Any]) -> str:
     server, machine = report["server"], report["machine"]
-    fast = (
-        f"; queries in the languages `{server['fast_text_encoder']}` declares "
-        + (
-            "are embedded by both towers, scores averaged (POLYGLOT_FAST_TOWER_USE=ensemble), with the fast tower"
-            if report.get("fast_tower_use") == "ensemble"
-            else "take the fast tower"
-        )
-        + (
-            " (POLYGLOT_FAST_TOWER=auto: the shipped `indexer/assets/tower-muse`)"
-            if report.get("fast_tower", "auto") == "auto"
-            else f" `{report['fast_tower']}`"
-        )
-        if server.get("fast_text_encoder")
-        else "; no fast tower"
-    )
-    glossed = server.get("gloss_languages")
-    fast += (
-        f"; queries in {', '.join(glossed)} also scored by their English gloss (POLYGLOT_LEXICONS_DIR)"
-        if glossed
-        else ""
-    )
     lines = [
         "# Load test: `GET /search` (text encoding included)",
         "",
@@ -36,10 +15,10 @@ def markdown(report: dict[str, Any]) -> str:
         f"Server: one uvicorn process on 127.0.0.1, {server['images']:,} images"
         + (f" (index kind `{server['index_kind']}`)" if server.get("index_kind") else "")
         + (f", ready {report['startup_s']} s after it started" if report.get("startup_s") else "")
-        + f", text encoder `{server['text_encoder']}`"
-        f" + text tower `{report['tower']}`{fast}, image encoder `{server['image_encoder']}`, k = {report['k']}, query cache off"
+        + f", text encoder `{server['text_encoder']}` (`{report['tower']}`) for every language"
+        f", image encoder `{server['image_encoder']}`, k = {report['k']}, query cache off"
         f" (every query is a distinct caption in {'/'.join(report.get('langs', ['en', 'de', 'fr', 'pt']))} with its `lang`, "
-        f"languages in turn; encoders by language: {', '.join(f'{k} `{v}`' for k, v in report.get('routes', {}).items())}). "
+        f"languages in turn; encoder per language, from the answers: {encoders(report)}). "
         f"Client: {'wrk (C)' if report.get('client') == 'wrk' else 'httpx async (Python)'} on the same machine.",
         f"Machine: {machine['cpus']} CPUs ({machine['platform']}), load average {machine['load_avg_start']:.1f} at the start and "
         f"{machine['load_avg_1m']:.1f} at the end (load generator and server share the cores).",
@@ -66,7 +45,7 @@ def markdown(report: dict[str, Any]) -> str:
         report,
         "per_lang",
         "Each language on its own (the same server, every query a distinct dev caption of that language; "
-        "`route`: the tower(s) that answered, from the server's answers):",
+        "`encoder`: the one that answered, from the server's answers):",
         "clients",
     )
     lines += [
@@ -91,15 +70,21 @@ def language_table(report: dict[str, Any], key: str, intro: str, count: str) -> 
         "",
         intro,
         "",
-        f"| lang | route | {count} | req/s | p50 ms | p95 ms | p99 ms | all runs: req/s, p50 / p99 ms |",
+        f"| lang | encoder | {count} | req/s | p50 ms | p95 ms | p99 ms | all runs: req/s, p50 / p99 ms |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for lang, rows in report[key].items():
-        route = report.get("routes", {}).get(lang, "?")
+        encoder = report.get("encoders", report.get("routes", {})).get(lang, "?")
         for r in rows:
             runs = "; ".join(f"{run['rps']}, {run['p50_ms']} / {run['p99_ms']}" for run in r.get("runs", [r]))
             lines.append(
-                f"| {lang} | {route} | {r['clients']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} "
+                f"| {lang} | {encoder} | {r['clients']} | {r['rps']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} "
                 f"| {runs} |"
             )
     return lines
+
+
+def encoders(report: dict[str, Any]) -> str:
+    """``en `e5-student`, de `e5-student`…`` (older reports call it ``routes``)."""
+    found = report.get("encoders", report.get("routes", {}))
+    return ", ".join(f"{lang} `{name}`" for lang, name in found.items()) or "not recorded"

@@ -1,10 +1,16 @@
 """Load test of ``GET /search`` (text encoding included): p50/p95/p99 latency and requests/s at 1, 8, 32 clients.
 
 Loopback only, bounded in time and requests. By default it starts the service itself (uvicorn, one process)
-on a free port with the configured index and tower, query cache off (every query is a distinct caption, so
-each request runs the text encoder + tower + FAISS), and writes the table to ``benchmarks/load_search.md``::
+on a free port with the configured index and text side (the shipped student unless ``--tower`` or
+POLYGLOT_TOWER_PATH), query cache off (every query is a distinct caption, so each request runs the text encoder
++ head + FAISS), and writes the table to ``benchmarks/load_search.md``::
 
-    .venv/bin/python benchmarks/load_search.py --tower var/towers/NAME --seconds 20
+    .venv/bin/python benchmarks/load_search.py --seconds 20
+    .venv/bin/python benchmarks/load_search.py --client wrk --clients 1,8 --langs en,de,fr,cs,pt,zh,ja,ru,id,tr \
+        --per-lang --repeat 3 --out benchmarks/load_search-student.json --md benchmarks/load_search-student.md
+
+``--per-lang`` adds each language on its own (issue 23's per-language targets), ``--mixed-by-lang`` (wrk) one
+wrk per language at once, for each language's own latency under the mixed load.
 
 ``--url http://127.0.0.1:PORT`` measures an already running server instead (must be loopback).
 """
@@ -37,26 +43,32 @@ MORE_CAPTIONS = DATA / "more-langs" / "f8k-captions.jsonl"  # zh, ja, ar, es, uk
 HAND_WRITTEN = ROOT / "benchmarks" / "queries"  # ru, id, tr: no dev captions anywhere in shared/data
 
 
-def queries(limit: int, seed: int = 0, langs: tuple[str, ...] = ("en", "de", "fr", "pt")) -> list[tuple[str, str]]:
-    """Distinct (text, lang) pairs from the dev captions of m30k-f8k and more-langs in ``langs``: each language
+def queries(
+    limit: int, seed: int = 0, langs: tuple[str, ...] = ("en", "de", "fr", "pt"), extra: Path | None = None
+) -> list[tuple[str, str]]:
+    """Distinct (text, lang) pairs from the dev captions of m30k-f8k and more-langs in ``langs`` (and every row
+    of ``extra``, a JSONL file of ``{"lang", "text"}`` for languages those lack, e.g. ru, id, tr): each language
     shuffled, then taken in turn (every language an equal share of the requests, whatever its caption count)."""
     dev = set((CAPTIONS.parent / "splits" / "dev.txt").read_text().split())
     by_lang: dict[str, dict[str, None]] = {lang: {} for lang in langs}
-    for path in (CAPTIONS, MORE_CAPTIONS):
+    for path in (CAPTIONS, MORE_CAPTIONS, *([extra] if extra else [])):
         if not path.exists():
             continue
         with path.open(encoding="utf-8") as handle:
             for line in handle:
                 row = json.loads(line)
-                if row["lang"] in by_lang and row["image"] in dev:
+                if row["lang"] in by_lang and (path == extra or row.get("image") in dev):
                     by_lang[row["lang"]].setdefault(row["text"][:300])
     for lang in langs:  # languages without dev captions: the hand-written queries of benchmarks/queries/
         written = HAND_WRITTEN / f"{lang}.txt"
         if not by_lang[lang] and written.exists():
             by_lang[lang] = dict.fromkeys(line.strip() for line in written.read_text("utf-8").splitlines() if line)
-    missing = [lang for lang in langs if not by_lang[lang]]
-    if missing:
-        raise SystemExit(f"no queries for {', '.join(missing)}: no dev captions and no benchmarks/queries/<lang>.txt")
+    empty = [lang for lang, texts in by_lang.items() if not texts]
+    if empty:  # one empty language would empty the balanced pool below
+        raise SystemExit(
+            f"no query texts for {', '.join(empty)}: no dev captions, no benchmarks/queries/<lang>.txt; "
+            "pass them with --queries-file (JSONL lang/text)"
+        )
     rng = random.Random(seed)
     shuffled = []
     for lang in langs:
@@ -159,7 +171,7 @@ def start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str, flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="A running server on loopback; default: start one.")
-    parser.add_argument("--tower", type=Path, help="POLYGLOT_TOWER_PATH for the started server.")
+    parser.add_argument("--tower", type=Path, help="POLYGLOT_TOWER_PATH for the started server (default: the student).")
     parser.add_argument("--clients", default="1,8,32", help="Concurrency levels.")
     parser.add_argument("--seconds", type=float, default=20.0, help="Time per level (bounded).")
     parser.add_argument("--max-requests", type=int, default=5000, help="Requests per level (bounded).")
@@ -168,7 +180,10 @@ def main() -> None:
     parser.add_argument(
         "--client", choices=["httpx", "wrk"], default="httpx", help="Load generator: Python httpx or wrk (C, lighter)."
     )
-    parser.add_argument("--langs", default="en,de,fr,pt", help="Languages of the query captions (cs: main tower).")
+    parser.add_argument("--langs", default="en,de,fr,pt", help="Languages of the query captions (comma-separated).")
+    parser.add_argument(
+        "--queries-file", type=Path, help="More queries, JSONL {lang, text} (languages without dev captions)."
+    )
     parser.add_argument("--repeat", type=int, default=1, help="Runs per level; the table shows the median one.")
     parser.add_argument("--per-lang", action="store_true", help="Also each language of --langs on its own.")
     parser.add_argument("--lang-repeat", type=int, default=1, help="Runs per level of each language on its own.")
@@ -177,7 +192,6 @@ def main() -> None:
         action="store_true",
         help="wrk only: also the mixed load with one wrk per language at once, for each language's own latency.",
     )
-    parser.add_argument("--fast-tower", help="POLYGLOT_FAST_TOWER for the started server (auto, off or a folder).")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "load_search.json")
     parser.add_argument("--md", type=Path, default=ROOT / "benchmarks" / "load_search.md")
     args = parser.parse_args()
@@ -191,8 +205,6 @@ def main() -> None:
     env = {**os.environ, "POLYGLOT_QUERY_CACHE_SIZE": "0"}
     if args.tower:
         env["POLYGLOT_TOWER_PATH"] = str(args.tower)
-    if args.fast_tower:
-        env["POLYGLOT_FAST_TOWER"] = args.fast_tower
     if args.url:
         if urlparse(args.url).hostname not in ("127.0.0.1", "localhost", "::1"):
             raise SystemExit("--url must be a loopback address (this is a load test)")
@@ -203,12 +215,14 @@ def main() -> None:
         ready = httpx.get(url + "/ready", timeout=10).json()
         levels = [int(c) for c in args.clients.split(",")]
         langs = tuple(args.langs.split(","))
-        pool = queries(args.warmup + args.max_requests * len(levels) * args.repeat, langs=langs)
+        pool = queries(
+            args.warmup + args.max_requests * len(levels) * args.repeat, langs=langs, extra=args.queries_file
+        )
         asyncio.run(run_level(url, 1, pool[-args.warmup :], 60, args.warmup, args.k))
-        routes = {}  # which encoder(s) answered each language, as the service reports it
+        encoders = {}  # the encoder that answered each language, as the service reports it (one for all)
         for text, lang in {lang: (text, lang) for text, lang in pool}.values():
             answer = httpx.get(url + "/search", params={"q": text, "lang": lang, "k": 1}, timeout=30).json()
-            routes[lang] = answer.get("text_encoder", "?")
+            encoders[lang] = answer.get("text_encoder", "?")
 
         def level(clients: int, part: list[tuple[str, str]], seconds: float, limit: int, path: str) -> dict[str, Any]:
             if args.client == "wrk":  # bounded by time; the pool is replayed if it runs out
@@ -227,7 +241,7 @@ def main() -> None:
             results.append(median_run(runs))
         mixed_by_lang: dict[str, list[dict[str, Any]]] = {}
         if args.mixed_by_lang:
-            own_pools = {lang: queries(args.max_requests, langs=(lang,)) for lang in langs}
+            own_pools = {lang: queries(args.max_requests, langs=(lang,), extra=args.queries_file) for lang in langs}
             for clients in (c for c in levels if c >= len(langs)):
                 runs = [wrk_client.run_mixed(url, clients, own_pools, args.seconds, args.k) for _ in range(args.repeat)]
                 for lang in langs:
@@ -235,7 +249,7 @@ def main() -> None:
                 print("mixed by language", json.dumps({lang: runs[-1][lang] for lang in langs}), flush=True)
         per_lang: dict[str, list[dict[str, Any]]] = {}
         for lang in langs if args.per_lang else ():
-            own = queries(args.max_requests, langs=(lang,))
+            own = queries(args.max_requests, langs=(lang,), extra=args.queries_file)
             per_lang[lang] = []
             for clients in levels:
                 runs = [
@@ -262,14 +276,11 @@ def main() -> None:
             ]
         ),
         "server": {
-            key: ready.get(key)
-            for key in ("images", "text_encoder", "fast_text_encoder", "image_encoder", "gloss_languages", "index_kind")
+            key: ready.get(key) for key in ("images", "text_encoder", "text_model", "image_encoder", "index_kind")
         },
         "startup_s": startup_s,
         "load_seconds": ready.get("load_seconds"),
         "langs": list(langs),
-        "fast_tower": env.get("POLYGLOT_FAST_TOWER", "auto"),
-        "fast_tower_use": env.get("POLYGLOT_FAST_TOWER_USE", "route"),
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
@@ -280,11 +291,11 @@ def main() -> None:
         "repeat": args.repeat,
         "seconds": args.seconds,
         "client": args.client,
-        "tower": str(args.tower) if args.tower else env.get("POLYGLOT_TOWER_PATH", "shipped (indexer/assets/tower)"),
+        "tower": str(args.tower) if args.tower else env.get("POLYGLOT_TOWER_PATH", "shipped (indexer/assets/student)"),
         "results": results,
         "per_lang": per_lang,
         "mixed_by_lang": mixed_by_lang,
-        "routes": routes,
+        "encoders": encoders,
         "baseline": baseline,
     }
     args.out.write_text(json.dumps(report, indent=2) + "\n")

@@ -49,10 +49,10 @@ def query_vectors(count: int, cache: Path) -> np.ndarray:
 
     from index_kinds import DATA
 
-    from indexer.embedders import shipped_fast_tower_path
+    from indexer.embedders import research_tower_path
     from indexer.query import load_text_tower
 
-    embedder = load_text_tower(IndexerSettings(), shipped_fast_tower_path())
+    embedder = load_text_tower(IndexerSettings(), research_tower_path("tower-muse"))
     dev = set((DATA / "splits" / "dev.txt").read_text(encoding="utf-8").split())
     with (DATA / "captions.jsonl").open(encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]

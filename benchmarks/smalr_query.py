@@ -22,7 +22,7 @@ import numpy as np
 from safetensors.numpy import load_file
 
 from indexer.caption_records import read_captions
-from indexer.embedders import shipped_fast_tower_path, shipped_tower_path
+from indexer.embedders import research_tower_path
 from indexer.indexer_settings import IndexerSettings
 from indexer.query.models import load_text_tower
 from indexer.tower import CONFIG_NAME, WEIGHTS_NAME
@@ -44,8 +44,8 @@ def shipped_counts(models_dir: Path) -> dict[str, dict[str, int]]:
     e5 = onnx_parameters(models_dir / "e5-small-onnx" / "e5-small.onnx")
     counts = {}
     for name, folder, frozen in (
-        ("shipped tower (muse+e5-small, InfoNCE)", shipped_tower_path(), muse + e5),
-        ("shipped fast tower (muse)", shipped_fast_tower_path(), muse),
+        ("shipped tower (muse+e5-small, InfoNCE)", research_tower_path("tower"), muse + e5),
+        ("shipped fast tower (muse)", research_tower_path("tower-muse"), muse),
     ):
         trained = int(sum(array.size for array in load_file(str(Path(folder) / WEIGHTS_NAME)).values()))
         counts[name] = {"training": trained, "query_time": trained + frozen, "frozen_encoder": frozen}

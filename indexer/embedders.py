@@ -1,13 +1,15 @@
 """The two halves of the shared space, ready to use: text → index space, and image → index space.
 
-``TextEmbedder`` = frozen multilingual sentence encoder + trained :class:`~indexer.tower.TextTower`.
+``TextEmbedder`` = sentence encoder + trained :class:`~indexer.tower.TextTower` (the shipped student,
+:class:`~indexer.student.encoder.StudentEmbedder`, is one whose encoder is its own trained trunk; a research tower's
+is a frozen multilingual encoder, with its optional language bridge).
 ``ImageEmbedder`` = frozen CNN + the fixed :class:`~indexer.image_space.ImageSpace` normalisation.
 Both return float32 unit vectors, so inner product = cosine similarity everywhere (FAISS, tagging, captions).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,51 +18,27 @@ from PIL import Image
 from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.factory import create_image_encoder, create_text_encoder
-from indexer.glosses import LexiconTranslator
 from indexer.image_space import ImageSpace
 from indexer.sentence_cache import cached_sentences
 from indexer.tower import TextTower
-from indexer.unit import unit_rows
 
-SHIPPED_TOWER = Path(__file__).parent / "assets" / "tower"
+ASSETS = Path(__file__).parent / "assets"
+SHIPPED_STUDENT = ASSETS / "student"
+RESEARCH_TOWERS = ("tower", "tower-muse")  # the MLP towers of docs/results.md, kept to measure and compare
 
 
 def shipped_tower_path() -> Path:
-    """The default text tower trained by ``polyglot train`` on the shared train split (see docs/results.md)."""
-    return SHIPPED_TOWER
+    """The served text side unless POLYGLOT_TOWER_PATH says otherwise: the trained student
+    (``indexer/assets/student``, :mod:`indexer.student`; docs/student.md)."""
+    return SHIPPED_STUDENT
 
 
-def shipped_fast_tower_path() -> Path:
-    """The shipped mUSE-only tower: same image space as the default, an order of magnitude cheaper per query."""
-    return SHIPPED_TOWER.parent / "tower-muse"
-
-
-def mix_towers(first: np.ndarray, second: np.ndarray, weight: float) -> np.ndarray:
-    """Ensemble of two towers that share one image space: the unit vector along ``(1-w)·a + w·b``.
-
-    Against unit image vectors this ranks images by ``(1-w)·cos(a, v) + w·cos(b, v)``: the score average of
-    SMALR's CLC-A, taken over two towers instead of machine translations of the query.
-    """
-    return unit_rows((1.0 - weight) * first + weight * second).astype(np.float32)
-
-
-def with_glosses(
-    embed: Callable[[list[str], list[str | None]], np.ndarray],
-    texts: Sequence[str],
-    langs: Sequence[str | None],
-    translator: LexiconTranslator,
-    weight: float,
-) -> np.ndarray:
-    """Query vectors with cross-lingual consistency: each text that has a dictionary for its language is scored
-    together with its word-by-word English gloss (:func:`mix_towers` with the gloss's share ``weight``), both
-    embedded in one ``embed(texts, langs)`` call; the other texts are embedded as they are."""
-    glosses = [translator.translate(text, lang) for text, lang in zip(texts, langs, strict=True)]
-    rows = [i for i, gloss in enumerate(glosses) if gloss]
-    vectors = embed([*texts, *(glosses[i] or "" for i in rows)], [*langs, *(["en"] * len(rows))])
-    direct = vectors[: len(texts)]
-    if rows:
-        direct[rows] = mix_towers(direct[rows], vectors[len(texts) :], weight)
-    return direct
+def research_tower_path(name: str = "tower") -> Path:
+    """A shipped research tower (MLP over frozen encoders; nothing serves it by default): ``tower``
+    (``muse+e5-small`` with its Czech language bridge) or ``tower-muse`` (mUSE only)."""
+    if name not in RESEARCH_TOWERS:
+        raise ValueError(f"no research tower {name!r}; shipped: {', '.join(RESEARCH_TOWERS)}")
+    return ASSETS / name
 
 
 class TextEmbedder:
@@ -96,7 +74,7 @@ class TextEmbedder:
         backend: str = "auto",
         e5_precision: str = "fp32",
     ) -> TextEmbedder:
-        folder = tower_path or shipped_tower_path()
+        folder = tower_path or research_tower_path()
         tower = TextTower.from_pretrained(folder)
         encoder = create_text_encoder(
             tower.text_encoder, models_dir, device=device, backend=backend, e5_precision=e5_precision

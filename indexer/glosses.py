@@ -11,6 +11,9 @@ Folder contract: ``en-XX.tsv`` files, each line ``english<TAB>other`` (the layou
 Each foreign word is glossed by the English candidate with the most translations across all the folder's
 dictionaries (frequent, general words have many: a prior that needs no corpus); an unknown word by the entry
 sharing its stem (inflection: ``vodě`` → ``voda``); otherwise it is kept (names, numbers).
+
+Used by CLC's gloss translator (:mod:`indexer.translation.gloss`, POLYGLOT_CLC_LEXICONS_DIR). Scoring every
+``/search`` query with its gloss (docs/results.md, round 5) left the serving path with the student (issue 23).
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 WORD = re.compile(r"\w+")
-GLOSS_WEIGHT = 1 / 3  # the gloss's default share of a query's score (docs/results.md, round 5)
 MIN_STEM = 4  # shorter stems match unrelated words
 MAX_SUFFIX = 3  # inflectional endings stripped when a word is not in the dictionary
 

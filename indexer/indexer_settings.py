@@ -5,13 +5,15 @@ Settings are never read at import time: call :func:`get_settings` (or build ``In
 
 from __future__ import annotations
 
+import logging
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from indexer.glosses import GLOSS_WEIGHT
 from indexer.store.index_kinds import VectorIndexSettings
 
 
@@ -38,8 +40,16 @@ class IndexerSettings(BaseSettings):
         "SQLite file in the caption folder. Set it before indexing captions: rows are not moved between databases.",
     )
     image_encoder: str = Field(default="efficientnet-lite2", description="Image encoder name (see encoders).")
-    text_encoder: str = Field(default="muse", description="Text encoder name (see encoders).")
-    tower_path: Path | None = Field(default=None, description="Text tower folder; default the shipped tower.")
+    text_encoder: str = Field(
+        default="muse",
+        description="Sentence encoder that `polyglot train` trains a new MLP tower over and the label-bridge "
+        "baseline reads. Serving never uses it: the student and every tower folder name their own encoder.",
+    )
+    tower_path: Path | None = Field(
+        default=None,
+        description="Text side of /search, captions and tags: a student or tower folder; default the shipped "
+        "student (indexer/assets/student). A research tower (e.g. indexer/assets/tower) brings its language bridge.",
+    )
     batch_size: int = Field(default=32, ge=1, le=1024, description="Images per encoder batch while indexing.")
     max_image_pixels: int = Field(
         default=64_000_000, ge=1, description="Decompression-bomb limit: images with more pixels are refused."
@@ -69,57 +79,26 @@ class IndexerSettings(BaseSettings):
     # handed the values and never reads the environment itself.
     e5_precision: Literal["int8", "fp32"] = Field(
         default="fp32",
-        description="The ONNX e5-small graph: 'fp32' (the 4-bit weights' float model, the engine's recall) or "
-        "'int8' (dynamic quantisation, ~2.5x faster, but Czech dev R@10 0.494 against 0.514: "
-        "docs/results/issue13/README.md).",
+        description="The ONNX graph of the student's trunk (and of e5-small in research towers): 'fp32' (the 4-bit "
+        "weights' float model) or 'int8' (dynamic quantisation, ~2.5x faster; what it costs in recall: "
+        "docs/student.md, docs/results/issue13/README.md).",
     )
     vector_index: VectorIndexSettings = Field(
         default_factory=VectorIndexSettings, description="FAISS index kind rule and tuning (POLYGLOT_INDEX_*)."
     )
 
-    # How text queries are embedded (the query pipeline, indexer/query/): the service and `polyglot evaluate`
-    # read the same fields, so evaluation measures what /search serves.
-    fast_tower: str = Field(
-        default="auto",
-        min_length=1,
-        max_length=1000,
-        description="A second, cheaper text tower for /search queries in the languages its encoder declares (the "
-        "others keep the main tower). 'auto': the shipped mUSE tower when the main tower is the shipped default; "
-        "'off'; or a tower folder sharing the main tower's image space.",
-    )
-    fast_tower_languages: list[str] | None = Field(
-        default=None,
-        description='The languages the fast tower answers (JSON list, e.g. ["en","de"]); the others take the '
-        "main tower. Unset: every language the fast tower's encoder declares.",
-    )
-    fast_tower_use: Literal["route", "ensemble"] = Field(
-        default="route",
-        description="For queries in the fast tower's languages: 'route' embeds them with the fast tower alone "
-        "(lowest latency); 'ensemble' averages both towers' scores (best recall, the main tower's latency).",
-    )
-    fast_tower_weight: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="The fast tower's share of the ensemble score."
-    )
-    lexicons_dir: Path | None = Field(
-        default=None,
-        description="Folder of bilingual dictionaries in the MUSE layout (en-XX.tsv): /search queries in those "
-        "languages are also scored by their word-by-word English gloss (cross-lingual consistency; docs/results.md "
-        "measures it; it doubles the text work of those queries). Unset: off.",
-    )
-    lexicon_weight: float = Field(
-        default=GLOSS_WEIGHT, ge=0.0, le=1.0, description="The English gloss's share of a query's score (0: ignore it)."
-    )
     # Caption → caption search across languages (GET /captions/search, indexer/captions/cross_lingual.py).
     caption_alignments: list[Path] | None = Field(
         default=None,
         description="Folders of linear caption alignments (`polyglot train --method pcca --langs x,y`; JSON list): "
         "captions of y found for a query in x (and back) are ranked in the alignment's space. Unset: the shipped "
-        "ones (indexer/assets/align/*, used when the main tower's encoder includes theirs); [] = none.",
+        "ones (indexer/assets/align/*, over mUSE: used when the text side's encoder includes it, i.e. a research "
+        "tower, not the student); [] = none.",
     )
     caption_search_fallback: Literal["sentence", "tower"] = Field(
         default="sentence",
-        description="Language pairs without an alignment: 'sentence' ranks the main tower's frozen sentence "
-        "embeddings by cosine, 'tower' the captions' image-space vectors (docs/results.md compares them).",
+        description="Language pairs without an alignment: 'sentence' ranks the text encoder's sentence embeddings "
+        "(the student's trunk) by cosine, 'tower' the captions' image-space vectors (docs/results.md compares them).",
     )
     # Cross-lingual consistency (indexer/query/clc.py, docs/results.md "Issue 15"): queries also scored by their
     # translations. Off unless asked per request (/search?clc=) or here.
@@ -141,7 +120,7 @@ class IndexerSettings(BaseSettings):
         "installed). Unset: CLC unavailable.",
     )
     clc_lexicons_dir: Path | None = Field(
-        default=None, description="Dictionaries of the gloss translator (en-XX.tsv); default POLYGLOT_LEXICONS_DIR."
+        default=None, description="Dictionaries of the gloss translator (en-XX.tsv, MUSE layout)."
     )
     clc_corpus: Path | None = Field(
         default=None,
@@ -183,17 +162,48 @@ class IndexerSettings(BaseSettings):
     def resolved_cache_dir(self) -> Path:
         return self.cache_dir or self.home / "cache"
 
-    @property
-    def resolved_fast_tower(self) -> Path | None:
-        if self.fast_tower == "off":
-            return None
-        if self.fast_tower == "auto":
-            from indexer.embedders import shipped_fast_tower_path, shipped_tower_path
-
-            main = (self.tower_path or shipped_tower_path()).resolve()
-            return shipped_fast_tower_path() if main == shipped_tower_path().resolve() else None
-        return Path(self.fast_tower)
-
 
 def get_settings() -> IndexerSettings:
     return IndexerSettings()
+
+
+# Settings of the query side the student made unnecessary (issue 23): the fast mUSE tower and its routes, and the
+# English glosses of queries. Setting them is harmless (extra="ignore") but would silently do nothing, so
+# start-up names them once (:func:`warn_removed_settings`).
+REMOVED_SETTINGS = {
+    "POLYGLOT_FAST_TOWER": "the fast tower and its route",
+    "POLYGLOT_FAST_TOWER_LANGUAGES": "the fast tower and its route",
+    "POLYGLOT_FAST_TOWER_USE": "the fast tower and its route",
+    "POLYGLOT_FAST_TOWER_WEIGHT": "the fast tower and its route",
+    "POLYGLOT_LEXICONS_DIR": "English glosses of queries (POLYGLOT_CLC_LEXICONS_DIR feeds CLC's gloss translator)",
+    "POLYGLOT_LEXICON_WEIGHT": "English glosses of queries",
+}
+
+
+def removed_settings(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The removed POLYGLOT_* variables set in ``environ`` (default: the process environment)."""
+    env = os.environ if environ is None else environ
+    return [name for name in REMOVED_SETTINGS if name in env]
+
+
+_warned: set[str] = set()  # names already logged by this process (the CLI's serve loads the models twice)
+
+
+def warn_removed_settings(environ: Mapping[str, str] | None = None, *, once: bool = True) -> list[str]:
+    """Log one warning naming the removed variables still set (none: no log; ``once``: each name once per
+    process); returns the names it logged. :func:`indexer.query.load_models` calls it, so the service, the CLI
+    and ``polyglot evaluate`` all say it at start-up."""
+    found = [name for name in removed_settings(environ) if not (once and name in _warned)]
+    _warned.update(found)
+    if found:
+        what = "; ".join(f"{name}: {REMOVED_SETTINGS[name]}" for name in found)
+        logging.getLogger("indexer.settings").warning(
+            "%s no longer %s an effect: every language takes the one text side (POLYGLOT_TOWER_PATH, default "
+            "the shipped student). Removed: %s. Unset %s.",
+            ", ".join(found),
+            "has" if len(found) == 1 else "have",
+            what,
+            "it" if len(found) == 1 else "them",
+            extra={"removed_settings": found},
+        )
+    return found

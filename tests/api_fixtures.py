@@ -70,7 +70,7 @@ def fake_text_embedder(encoder: TextEncoder | None = None, seed: int = 0) -> Tex
 
 def fake_load_models(settings: IndexerSettings, **options: object) -> Models:
     """:func:`indexer.query.load_models` on the fake text tower and CNN (monkeypatched in by CLI tests)."""
-    kept = {k: v for k, v in options.items() if k in ("load_image", "glosses")}
+    kept = {k: v for k, v in options.items() if k == "load_image"}
     return load_models(settings, text=fake_text_embedder(), image_encoder=FakeImageEncoder(0), **kept)  # type: ignore[arg-type]
 
 
@@ -87,7 +87,6 @@ CAPTIONS = [
 def fake_engine_factory(
     images: Sequence[Path] = (),
     captions: Sequence[Caption] = (),
-    fast_text: TextEmbedder | None = None,
     image_encoder: Callable[[], ImageEncoder] = lambda: FakeImageEncoder(delay=0),
     text: TextEmbedder | None = None,
 ) -> Callable[[ServiceSettings], Engine]:
@@ -95,9 +94,7 @@ def fake_engine_factory(
         index = ImageIndex.open(settings, encoder=image_encoder(), image_space=ImageSpace("l2"))
         if images:
             index.add_paths(list(images), progress=False)
-        models = load_models(
-            settings, text=text or fake_text_embedder(), fast_text=fast_text, image_encoder=index.encoder
-        )
+        models = load_models(settings, text=text or fake_text_embedder(), image_encoder=index.encoder)
         engine = assemble(settings, QueryPipeline(models, settings), index)
         if captions:
             engine.captions.add(list(captions))

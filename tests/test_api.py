@@ -63,7 +63,6 @@ def test_language_given_detected_and_refused(client: TestClient) -> None:
         "probability": None,
         "used": "fr",
         "supported": True,
-        "gloss": None,
     }
     detected = client.get("/v1/search", params={"q": "un chien qui court sur la plage de sable"}).json()["language"]
     assert detected["detected"] == "fr" and detected["supported"] is True
@@ -289,7 +288,7 @@ def test_admin_add_by_path_and_bad_paths(
 
 
 def test_health_ready_metrics_languages(client: TestClient) -> None:
-    assert client.get("/health").json() == {"status": "ok"}
+    assert client.get("/health").json() == {"status": "ok", "text_encoder": "fake-text"}
     ready = client.get("/v1/ready").json()
     assert ready["status"] == "ready" and ready["images"] == 8 and ready["captions"] == 6
     assert ready["text_encoder"] == "fake-text" and "caption_index" in ready["load_seconds"]

@@ -108,11 +108,12 @@ def test_fit_from_parallel_captions_and_use_it_at_query_time(tmp_path: Path) -> 
         TextEmbedder(fake_text_embedder().tower, FakeTextEncoder(), bridge)
 
 
-def test_the_shipped_tower_carries_a_czech_bridge_from_e5_to_muse() -> None:
-    from indexer.embedders import shipped_tower_path
+def test_the_research_tower_carries_a_czech_bridge_from_e5_to_muse() -> None:
+    from indexer.embedders import research_tower_path
     from indexer.tower import TextTower
 
-    bridge = LanguageBridge.from_pretrained(shipped_tower_path())
+    folder = research_tower_path("tower")
+    bridge = LanguageBridge.from_pretrained(folder)
     assert bridge is not None and bridge.languages == {"cs"}
-    assert bridge.text_encoder == TextTower.from_pretrained(shipped_tower_path()).text_encoder == "muse+e5-small"
+    assert bridge.text_encoder == TextTower.from_pretrained(folder).text_encoder == "muse+e5-small"
     assert (bridge.target, bridge.source) == ((0, 512), (512, 896))  # mUSE half predicted from the e5 half

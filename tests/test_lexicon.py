@@ -1,13 +1,11 @@
-"""Word-by-word English glosses from MUSE-layout dictionaries, and queries scored with them (CLC)."""
+"""Word-by-word English glosses from MUSE-layout dictionaries (what CLC's gloss translator reads)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from indexer.embedders import mix_towers, with_glosses
 from indexer.glosses import LexiconError, LexiconTranslator
 
 
@@ -60,19 +58,3 @@ def test_bad_folders_and_files_are_reported(tmp_path: Path) -> None:
     (tmp_path / "en-cs.tsv").write_text("dog pes\n", encoding="utf-8")
     with pytest.raises(LexiconError, match=r"en-cs.tsv:1: expected"):
         LexiconTranslator.from_folder(tmp_path)
-
-
-def test_with_glosses_mixes_each_glossed_query_with_its_gloss(translator: LexiconTranslator) -> None:
-    calls: list[tuple[list[str], list[str | None]]] = []
-    table = {"pes": [1.0, 0.0], "dog": [0.0, 1.0], "a dog": [0.6, 0.8], "hund": [0.8, 0.6]}
-
-    def embed(texts: list[str], langs: list[str | None]) -> np.ndarray:
-        calls.append((texts, langs))
-        return np.array([table[text] for text in texts], dtype=np.float32)
-
-    vectors = with_glosses(embed, ["pes", "a dog", "hund"], ["cs", "en", "de"], translator, 0.25)
-    assert calls == [(["pes", "a dog", "hund", "dog", "dog"], ["cs", "en", "de", "en", "en"])]  # one call
-    np.testing.assert_allclose(vectors[1], [0.6, 0.8])  # English: no gloss, unchanged
-    gloss = np.array([[0.0, 1.0]], np.float32)
-    np.testing.assert_allclose(vectors[0], mix_towers(np.array([[1.0, 0.0]], np.float32), gloss, 0.25)[0])
-    np.testing.assert_allclose(vectors[2], mix_towers(np.array([[0.8, 0.6]], np.float32), gloss, 0.25)[0])

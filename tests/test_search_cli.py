@@ -23,7 +23,7 @@ runner = CliRunner()
 
 @pytest.fixture
 def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for key in ("POLYGLOT_DATABASE_URL", "POLYGLOT_INDEX_DIR", "POLYGLOT_CACHE_DIR", "POLYGLOT_LEXICONS_DIR"):
+    for key in ("POLYGLOT_DATABASE_URL", "POLYGLOT_INDEX_DIR", "POLYGLOT_CACHE_DIR"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "var"))
@@ -46,7 +46,7 @@ def test_text_and_image_search_on_an_index_built_by_the_cli(cli_env: Path) -> No
     code, output = invoke("search", "un chien sur la plage", "--lang", "fr", "--k", "4", "--json")
     assert code == 0, output
     answer = json.loads(output)
-    assert answer["lang"] == "fr" and answer["route"].startswith("main:") and len(answer["results"]) == 4
+    assert answer["lang"] == "fr" and answer["model"] == "fake-text" and len(answer["results"]) == 4
     assert [r["rank"] for r in answer["results"]] == [1, 2, 3, 4]
     scores = [r["score"] for r in answer["results"]]
     assert scores == sorted(scores, reverse=True)

@@ -24,40 +24,27 @@ from training.synthetic import make_dataset
 pytest_plugins = ("api_fixtures",)
 
 
-class FastFakeEncoder(FakeTextEncoder):
-    """A second bag-of-words encoder covering French only: French queries take the fast route."""
-
-    name = "fake-fast"
-    dim = 8
-    languages = frozenset({"fr"})
-
-
 def test_ranks_from_top() -> None:
     top = np.array([[3, 1, 2], [0, 2, 1], [1, 2, 3]])
     assert ranks_from_top(top, np.array([1, 0, 0])).tolist() == [1, 0, 3]  # absent: the depth
 
 
-@pytest.mark.parametrize("use", ["route", "ensemble"])
-def test_evaluation_ranks_what_search_returns(service_settings: ServiceSettings, tmp_path: Path, use: str) -> None:
+@pytest.mark.parametrize("batch_size", [1, 32])
+def test_evaluation_ranks_what_search_returns(
+    service_settings: ServiceSettings, tmp_path: Path, batch_size: int
+) -> None:
     data = make_dataset(tmp_path / "data")
-    settings = service_settings.model_copy(update={"fast_tower_use": use, "search_batch_size": 1})
-    models = load_models(
-        settings,
-        text=fake_text_embedder(),
-        fast_text=fake_text_embedder(FastFakeEncoder(), seed=1),
-        image_encoder=FakeImageEncoder(0),
-    )
+    settings = service_settings.model_copy(update={"search_batch_size": batch_size})
+    models = load_models(settings, text=fake_text_embedder(), image_encoder=FakeImageEncoder(0))
     split = prepare_split(data, "dev", None, models.image_encoder, None, tmp_path / "cache")
     pipeline = QueryPipeline(models, settings, QueryCache(0))
     ranking = served_ranking(pipeline, split, VectorIndexSettings())
     evaluation = evaluate_served(pipeline, split, VectorIndexSettings())
     routes = {lang: block["route"] for lang, block in evaluation.report["languages"].items()}
-    fast = "fast:fake-fast" if use == "route" else "both:" + models.tower_names["main"] + "+fake-fast"
-    assert routes == {
-        "en": "main:" + models.tower_names["main"],
-        "de": "main:" + models.tower_names["main"],
-        "fr": fast,
-    }
+    assert routes == dict.fromkeys(("en", "de", "fr"), FakeTextEncoder.name)  # one model answers every language
+    served = evaluation.report["served"]
+    assert served["model"] == served["text_encoder"] == FakeTextEncoder.name and served["bridge"] is False
+    assert not any(key.startswith(("fast_tower", "lexicon", "gloss")) for key in served)
 
     def factory(service: ServiceSettings) -> Engine:
         index = ImageIndex.open(service, encoder=models.image_encoder, image_space=models.image_space)
@@ -75,26 +62,20 @@ def test_evaluation_ranks_what_search_returns(service_settings: ServiceSettings,
         assert checked >= 10
 
 
-def test_evaluate_cli_reports_the_served_route(
+def test_evaluate_cli_reports_the_served_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, service_settings: ServiceSettings
 ) -> None:
-    """Through the CLI, on the fake models: every language of the JSON names its route."""
+    """Through the CLI, on the fake models: every language of the JSON names the one model that answered it,
+    and the options of the removed features are gone."""
     from typer.testing import CliRunner
 
     import indexer.query.models as query_models
     from app.cli import cli
 
     data = make_dataset(tmp_path / "data")
-    fast = fake_text_embedder(FastFakeEncoder(), seed=1)
 
     def fake(settings: object, **options: object) -> object:
-        return load_models(
-            settings,  # type: ignore[arg-type]
-            text=fake_text_embedder(),
-            fast_text=fast,
-            image_encoder=FakeImageEncoder(0),
-            glosses=bool(options.get("glosses", True)),
-        )
+        return load_models(settings, text=fake_text_embedder(), image_encoder=FakeImageEncoder(0))  # type: ignore[arg-type]
 
     monkeypatch.setattr(query_models, "load_models", fake)
     monkeypatch.setattr("indexer.query.load_models", fake)
@@ -104,6 +85,15 @@ def test_evaluate_cli_reports_the_served_route(
     result = CliRunner().invoke(cli, ["evaluate", "--data", str(data), "--json", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
-    assert report["languages"]["fr"]["route"] == "fast:fake-fast"
-    assert report["languages"]["en"]["route"].startswith("main:")
+    assert {block["route"] for block in report["languages"].values()} == {FakeTextEncoder.name}
     assert report["served"]["index_kind"] == "flat" and report["pool_images"] == 15
+    for removed in (
+        ["--ensemble-with", "x"],
+        ["--ensemble-weight", "0.5"],
+        ["--no-glosses"],
+        ["--lexicon-weight", "1"],
+    ):
+        gone = CliRunner().invoke(cli, ["evaluate", "--data", str(data), *removed])
+        assert gone.exit_code == 2 and "No such option" in gone.output, removed
+    lexicons = CliRunner().invoke(cli, ["evaluate", "--data", str(data), "--lexicons", str(tmp_path)])
+    assert lexicons.exit_code == 2 and "gloss translator" in " ".join(lexicons.output.split())

@@ -1,7 +1,9 @@
-"""The service as deployed: the real engine (shipped towers, bundled encoders) behind HTTP, on a tiny index."""
+"""The service as deployed: the real engine (the shipped student, the bundled image encoder) behind HTTP, on a
+tiny index."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -13,6 +15,7 @@ from threadpoolctl import threadpool_info
 
 from app.main import create_app
 from app.service_settings import ServiceSettings
+from indexer.captions import Caption
 from indexer.embedders import shipped_tower_path
 from indexer.image_index import ImageIndex
 
@@ -20,7 +23,7 @@ pytestmark = pytest.mark.slow
 REPO_MODELS = Path(__file__).resolve().parents[1] / "var" / "models"
 
 
-@pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped tower")
+@pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped student")
 def test_real_engine_searches_with_its_threads_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("POLYGLOT_"):
@@ -36,16 +39,61 @@ def test_real_engine_searches_with_its_threads_pinned(tmp_path: Path, monkeypatc
 
     with TestClient(create_app(settings)) as client:
         assert client.get("/ready").status_code == 200
-        answers = [client.get("/v1/search", params={"q": q, "lang": lang}) for q, lang in
-                   [("a red square", "en"), ("ein grünes Bild", "de"), ("modrý obrázek", "cs")]]  # fmt: skip
+        queries = [
+            ("une image rouge", "fr"),
+            ("एक लाल तस्वीर", "hi"),
+            ("modrý obrázek", "cs"),
+            ("ein grünes Bild", None),
+        ]
+        answers = [client.get("/v1/search", params={"q": q, **({"lang": lang} if lang else {})}) for q, lang in queries]
         for answer in answers:
             assert answer.status_code == 200, answer.text
             body = answer.json()
             assert [r["rank"] for r in body["results"]] == [1, 2, 3]
             assert {r["metadata"]["filename"] for r in body["results"]} == {p.name for p in paths}
-        # mUSE's languages take the fast tower, Czech the main one (e5 half + bridge).
-        assert answers[0].json()["text_encoder"] == "muse" and answers[2].json()["text_encoder"] == "muse+e5-small"
+            assert body["text_encoder"] == "e5-student"  # one model for every language, detected ones included
+        assert answers[1].json()["language"]["used"] == "hi" and answers[1].json()["language"]["supported"] is True
+        assert client.get("/health").json() == {"status": "ok", "text_encoder": "e5-student"}
+        ready = client.get("/ready").json()
+        assert ready["text_encoder"] == "e5-student" and ready["text_model"] == "e5-student:student"
+        languages = client.get("/languages").json()["text_languages"]
+        assert languages == ready["text_languages"] and {"fr", "hi", "cs", "sw", "vi"} <= set(languages)
+        assert len(languages) >= 90  # XLM-R's ~100 languages, which e5-small was pretrained on
+        # Captions and caption → caption search read the same student.
+        engine = client.app.state.engine  # type: ignore[attr-defined]
+        assert engine.captions.embedder is engine.models.text
+        engine.captions.add([Caption("en", "a red square", "red.png"), Caption("en", "a blue square", "blue.png")])
+        found = client.get("/captions/search", params={"q": "un carré rouge", "lang": "fr", "target": "en", "k": 2})
+        assert found.status_code == 200, found.text
+        assert {c["text"] for c in found.json()["captions"]} == {"a red square", "a blue square"}
+        assert not found.json()["space"].startswith("pcca")  # the shipped alignments read mUSE, not loaded here
+        image_captions = client.post("/captions", data={"image_id": "1"}, params={"lang": "en", "k": 2})
+        assert image_captions.status_code == 200 and len(image_captions.json()["captions"]["en"]) == 2
         # Search runs on its own thread, and no BLAS pool spins beside it (one thread each, as configured).
         assert "search-batch-0" in {thread.name for thread in threading.enumerate()}
         blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
         assert blas and set(blas) == {settings.inference_threads}
+
+
+@pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped student")
+def test_evaluate_measures_the_shipped_student(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``polyglot evaluate`` with no options: the served student answers every language, and the JSON says so."""
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+    from training.synthetic import make_dataset
+
+    for key in list(os.environ):
+        if key.startswith("POLYGLOT_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("POLYGLOT_MODELS_DIR", str(REPO_MODELS))
+    data = make_dataset(tmp_path / "data")
+    out = tmp_path / "served.json"
+    result = CliRunner().invoke(cli, ["evaluate", "--data", str(data), "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert {block["route"] for block in report["languages"].values()} == {"e5-student:student"}
+    served = report["served"]
+    assert served["text_encoder"] == "e5-student" and served["bridge"] is False and served["precision"] == "fp32"
+    assert Path(served["tower_path"]) == shipped_tower_path()

@@ -125,13 +125,12 @@ def test_train_smalr_then_evaluate_through_the_cli(
     assert vocabulary["specific_words"] == (0 if method == "la" else 12) and vocabulary["latent_tokens"] <= 6
     assert set(json.loads((tmp_path / "held.json").read_text())["heldout"]) == {"de", "en", "fr"}
     monkeypatch.setenv("POLYGLOT_TOWER_PATH", str(tower))
-    monkeypatch.setenv("POLYGLOT_FAST_TOWER", "off")
     monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", "toy-image")
     code, output = invoke("evaluate", "--data", toy, "--split", "dev", "--json", tmp_path / "dev.json")
     assert code == 0, output
     report = json.loads((tmp_path / "dev.json").read_text())
-    assert set(report["languages"]) == {"de", "en", "fr"} and report["served"]["towers"] == {"main": method}
-    assert all(block["route"] == f"main:{method}" for block in report["languages"].values())
+    assert set(report["languages"]) == {"de", "en", "fr"} and report["served"]["model"].endswith(f":{method}")
+    assert all(block["route"] == report["served"]["model"] for block in report["languages"].values())
 
 
 def test_train_smalr_user_errors(toy: Path, tmp_path: Path) -> None:  # noqa: F811

@@ -12,9 +12,11 @@ from PIL import Image, ImageDraw
 from typer.testing import CliRunner
 
 from app.cli import cli
-from indexer.embedders import TextEmbedder, shipped_tower_path
+from indexer.embedders import shipped_tower_path
 from indexer.encoders import create_image_encoder
 from indexer.images import load_image
+from indexer.indexer_settings import IndexerSettings
+from indexer.query import load_text_tower
 
 pytestmark = pytest.mark.slow
 REPO_MODELS = Path(__file__).resolve().parents[1] / "var" / "models"
@@ -31,7 +33,7 @@ def beach_photo(path: Path) -> Path:
     return path
 
 
-@pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped tower yet")
+@pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped student yet")
 def test_vocabulary_then_tags_with_the_shipped_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("POLYGLOT_"):
@@ -49,14 +51,14 @@ def test_vocabulary_then_tags_with_the_shipped_models(tmp_path: Path, monkeypatc
     tags = json.loads(result.output)["fr"]
     assert len(tags) == 3 and len({t["tag"] for t in tags}) == 3
     assert all(t["tag"] in words for t in tags)
-    # Recompute eq. 5 with the same shipped models, independently of the Tagger's code path.
-    text = TextEmbedder.from_tower(None, REPO_MODELS)
-    text.load()
+    # Recompute eq. 5 with the same shipped models (the student), independently of the Tagger's code path.
+    text = load_text_tower(IndexerSettings(models_dir=REPO_MODELS), alignments=False, clc=False)
     encoder = create_image_encoder(text.tower.image_encoder)
     encoder.load()
     image = text.tower.image_space.apply(encoder.predict([load_image(tmp_path / "beach.png")]))[0]
-    # The quantized mUSE graph is batch-dependent at the 1e-3 level: the vocabulary is embedded in the CLI's
-    # batch, the source tags (ImageNet class names) were embedded at load in batches of 256, here alone.
+    # Text vectors are batch-dependent at the 1e-3 level (padding to the batch's longest text): the vocabulary is
+    # embedded in the CLI's batch, the source tags (ImageNet class names) were embedded at load in batches of 256,
+    # here alone.
     targets = text.embed(words)
     sources = text.embed([t["source"] for t in tags])
     taken: set[str] = set()

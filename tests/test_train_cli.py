@@ -69,9 +69,10 @@ def test_train_then_evaluate(toy: Path, tmp_path: Path) -> None:
     assert report["pool_images"] == 15 and set(report["languages"]) == {"de", "en", "fr"}
     saved = json.loads((tower / "config.json").read_text())["training"]["dev"]
     for lang, block in report["languages"].items():  # the served pipeline of one tower = training's measure
-        assert block.pop("route") == "main:tower" and block.pop("glosses") is False
+        assert block.pop("route") == "toy-text:tower"  # the one model: its encoder and folder
         assert block == saved["languages"][lang]
-    assert report["served"]["fast_tower"] == "off" and report["served"]["index_kind"] == "flat"
+    assert report["served"]["model"] == "toy-text:tower" and report["served"]["tower_path"] == str(tower)
+    assert report["served"]["index_kind"] == "flat" and report["served"]["precision"] is None
     code, output = invoke("evaluate", "--data", toy, "--baseline", "label-bridge", "--json", tmp_path / "b.json")
     assert code == 0, output
     assert json.loads((tmp_path / "b.json").read_text())["pool_images"] == 15
@@ -123,35 +124,6 @@ def test_end_to_end_with_the_bundled_encoders(tmp_path: Path, monkeypatch: pytes
     assert code == 0, output
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["pool_images"] == 15 and all(0 <= b["mR"] <= 1 for b in report["languages"].values())
-
-
-def test_evaluate_with_english_glosses(toy: Path, tmp_path: Path) -> None:
-    """--lexicons scores each German query by its English gloss as well: with the whole weight on the gloss, a
-    right dictionary makes German as good as English, a scrambled one ruins it; English is never glossed."""
-    from training.synthetic import WORDS
-
-    tower = train_toy(toy, tmp_path / "tower", "en,de,fr", epochs=4)
-    right, wrong = tmp_path / "right", tmp_path / "wrong"
-    for folder, shift in ((right, 0), (wrong, 3)):
-        folder.mkdir()
-        en, de = WORDS["en"], WORDS["de"]
-        pairs = sorted(f"{en[(i + shift) % len(en)]}\t{word}" for i, word in enumerate(de))
-        (folder / "en-de.tsv").write_text("\n".join(pairs) + "\n", encoding="utf-8")
-
-    def recalls(*extra: str | Path) -> dict:
-        out = tmp_path / "r.json"
-        code, output = invoke("evaluate", "--data", toy, "--tower", tower, "--json", out, *extra)
-        assert code == 0, output
-        return json.loads(out.read_text())["languages"]
-
-    plain = recalls()
-    glossed = recalls("--lexicons", right, "--lexicon-weight", "1")
-    scrambled = recalls("--lexicons", wrong, "--lexicon-weight", "1")
-    assert glossed["en"] == plain["en"] == scrambled["en"] and glossed["fr"] == plain["fr"]
-    assert glossed["de"]["mR"] >= plain["en"]["mR"] - 0.05  # a right gloss is as good as an English caption
-    assert scrambled["de"]["mR"] <= glossed["de"]["mR"] - 0.15
-    code, output = invoke("evaluate", "--data", toy, "--tower", tower, "--lexicons", tmp_path)
-    assert code == 2 and "no bilingual dictionaries" in output
 
 
 def test_train_method_through_the_cli(toy: Path, tmp_path: Path) -> None:

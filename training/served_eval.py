@@ -1,13 +1,14 @@
 """Evaluate exactly what ``/search`` serves: the query pipeline of the current settings, end to end.
 
 Every caption of the split is a query in its own language and goes through
-:meth:`indexer.query.QueryPipeline.embed_queries` — the route its language takes in the service (fast tower,
-main tower or both), its language bridge, its English gloss when dictionaries are configured — then through a
-vector index of the kind the service would build for a collection the size of the pool (``choose_kind``), so
-text→image recalls are those of ``/search``'s ranking. Image→text recalls rank the split's captions exactly, as
-``/captions`` does. Each language's block records the route that answered it (``route``) and whether glosses
-applied (``glosses``). With ``clc`` the text→image ranking is :meth:`QueryPipeline.search_texts`'s with that
-cross-lingual consistency — the code ``/search?clc=`` runs — over the pool (image→text keeps the query vectors).
+:meth:`indexer.query.QueryPipeline.embed_queries` — the one text side the service serves (the shipped student,
+or the POLYGLOT_TOWER_PATH / ``--tower`` folder with its language bridge) — then through a vector index of the
+kind the service would build for a collection the size of the pool (``choose_kind``), so text→image recalls are
+those of ``/search``'s ranking. Image→text recalls rank the split's captions exactly, as ``/captions`` does.
+Each language's block records the model that answered it (``route``: :attr:`indexer.query.Models.label`, the same
+for every language), and ``served`` what was served. With ``clc`` the text→image ranking is
+:meth:`QueryPipeline.search_texts`'s with that cross-lingual consistency — the code ``/search?clc=`` runs — over
+the pool (image→text keeps the query vectors).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from indexer.image_index import Hit
-from indexer.query import QueryPipeline
+from indexer.query import Models, QueryPipeline
 from indexer.query.clc import ClcMode
 from indexer.store.vectors import VectorIndex, VectorIndexSettings, choose_kind
 from training.evaluate import Evaluation, evaluate_vectors
@@ -38,7 +39,7 @@ class ServedRanking:
 
 
 def served_queries(pipeline: QueryPipeline, split: PreparedSplit, batch_size: int = 1024) -> np.ndarray:
-    """Every caption through the pipeline, in its language (batched: a route's captions share encoder calls)."""
+    """Every caption through the pipeline, in its language (batched: captions share encoder calls)."""
     langs = split.caption_lang.tolist()
     out = np.empty((len(split.caption_text), pipeline.models.text.dim), dtype=np.float32)
     with tqdm(total=len(out), desc="queries through the served pipeline", unit="query") as bar:
@@ -96,6 +97,13 @@ def served_ranking(
     return ServedRanking(images, texts, top, kind, translated)
 
 
+def is_student(models: Models) -> bool:
+    """Whether the served text side is a student (its trunk's ONNX precision is then part of what is served)."""
+    from indexer.student.encoder import StudentEmbedder
+
+    return isinstance(models.text, StudentEmbedder)
+
+
 def ranks_from_top(top: np.ndarray, truth: np.ndarray) -> np.ndarray:
     """Rank of each query's own image among its top hits (``top.shape[1]`` when it is not there)."""
     found = top == truth[:, None]
@@ -108,27 +116,23 @@ def evaluate_served(
     ranking = served_ranking(pipeline, split, index_settings, clc=clc)
     t2i = ranks_from_top(ranking.top, split.caption_image)
     evaluation = evaluate_vectors(ranking.images, ranking.texts, split, t2i_ranks=t2i)
-    glossed = pipeline.models.glosses.languages if pipeline.models.glosses is not None else frozenset()
+    models = pipeline.models
     for lang, block in evaluation.report["languages"].items():
-        block["route"] = pipeline.route_label(lang)
-        block["glosses"] = lang in glossed
+        block["route"] = models.label
         if ranking.translated is not None:
             rows = split.caption_lang == lang
             block["clc_translated"] = round(float((ranking.translated[rows] > 0).mean()), 4)
             block["clc_translations_per_query"] = round(float(ranking.translated[rows].mean()), 3)
     settings = pipeline.settings
     evaluation.report["served"] = {
-        "fast_tower": settings.fast_tower,
-        "fast_tower_use": settings.fast_tower_use,
-        "fast_tower_languages": settings.fast_tower_languages,
-        "fast_tower_weight": settings.fast_tower_weight,
-        "towers": pipeline.models.tower_names,
-        "bridge": pipeline.models.text.bridge is not None,
-        "glosses": sorted(glossed),
-        "lexicon_weight": settings.lexicon_weight if glossed else None,
+        "model": models.label,
+        "text_encoder": models.text.encoder.name,
+        "tower_path": models.text_folder or None,
+        "precision": settings.e5_precision if is_student(models) else None,
+        "bridge": models.text.bridge is not None,
         "index_kind": ranking.kind,
         "clc": clc,
-        "clc_translator": pipeline.models.translator.name if clc != "off" and pipeline.models.translator else None,
+        "clc_translator": models.translator.name if clc != "off" and models.translator else None,
         "clc_languages": pipeline.clc_languages if clc != "off" else None,
         "clc_classifier": str(settings.clc_classifier) if clc == "classifier" else None,
     }

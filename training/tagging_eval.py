@@ -71,7 +71,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     config = TextTower.read_config(args.tower)
     settings = IndexerSettings(models_dir=args.models_dir, image_encoder=config["image_encoder"])
-    models = load_models(settings.model_copy(update={"tower_path": args.tower}), fast=False, glosses=False)
+    models = load_models(settings.model_copy(update={"tower_path": args.tower}))
     text, encoder, space = models.text, models.image_encoder, models.image_space
     encoder.load()
     langs = [lang for lang in args.langs.split(",") if lang]

@@ -14,14 +14,16 @@ def register(cli: typer.Typer) -> None:
     @cli.command("bridge")
     def bridge(
         data: Path = typer.Option(..., help="Data set folder (captions.jsonl, splits/*.txt)."),
-        tower: Path | None = typer.Option(None, help="Tower folder to add the bridge to (default: the shipped one)."),
+        tower: Path | None = typer.Option(
+            None, help="Tower folder to add the bridge to (default: indexer/assets/tower)."
+        ),
         langs: str = typer.Option("cs", help="Languages to bridge (comma-separated), paired with en captions."),
         split: str = typer.Option("train", help="Split whose parallel captions fit the map."),
         ridge: float = typer.Option(0.01, min=0.0, help="Ridge regularisation of the least-squares map."),
     ) -> None:
         """Fill the part of a hybrid embedding whose encoder lacks a language (mUSE: Czech) from the part
         that has it, by a least-squares map fitted on parallel captions (see indexer/bridge.py)."""
-        from indexer.embedders import shipped_tower_path
+        from indexer.embedders import research_tower_path
         from indexer.encoders import create_text_encoder
         from indexer.encoders.hybrid import HybridTextEncoder
         from indexer.tower import TextTower
@@ -30,7 +32,7 @@ def register(cli: typer.Typer) -> None:
 
         settings = IndexerSettings()
         check_data(data)
-        folder = tower or settings.tower_path or shipped_tower_path()
+        folder = tower or settings.tower_path or research_tower_path()
         codes = [code.strip().lower() for code in langs.split(",") if code.strip()]
         try:
             model = TextTower.from_pretrained(folder)

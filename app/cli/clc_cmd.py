@@ -42,8 +42,6 @@ def fit_command(
     check_data(data)
     check_clc_options("average", translator)
     settings = IndexerSettings()
-    if translator == "gloss":
-        settings = settings.model_copy(update={"lexicons_dir": None})  # the dictionaries translate, not gloss
     settings = clc_settings(settings, translator, lexicons, translation_corpus, None)
     settings = settings.model_copy(update={"clc_classifier": None})
     try:
@@ -67,7 +65,7 @@ def fit_command(
     except USER_ERRORS as exc:
         raise fail(str(exc)) from None
     name = models.translator.name if models.translator is not None else "?"
-    classifier.meta.update(translator=name, holdout_images=holdout, data=str(data), towers=models.tower_names)
+    classifier.meta.update(translator=name, holdout_images=holdout, data=str(data), text_model=models.label)
     classifier.save(out)
     console.print(
         f"CLC-C ({name}, languages {', '.join(classifier.languages)}) → {out}: held-out mean t2i recall "

@@ -1,5 +1,7 @@
 """``polyglot evaluate``: retrieval recalls per language on a split — by default of exactly what ``/search``
-serves with the current settings (:mod:`training.served_eval`), or of one tower alone (``--tower``)."""
+serves with the current settings (:mod:`training.served_eval`: the student unless POLYGLOT_TOWER_PATH says
+otherwise), or of another text side (``--tower``: a student or a research tower, with its language bridge unless
+``--no-bridge``)."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ def print_evaluation(title: str, evaluation: Evaluation) -> None:
     for lang, block in evaluation.report["languages"].items():
         t2i, i2t = block["t2i"], block["i2t"]
         cells = [t2i["r1"], t2i["r5"], t2i["r10"], i2t["r1"], i2t["r5"], i2t["r10"], block["mR"]]
-        route = [block["route"] + (" +glosses" if block.get("glosses") else "")] if routed else []
+        route = [block["route"]] if routed else []
         table.add_row(lang, str(block["queries"]), *(f"{c:.3f}" for c in cells), *route)
     Console().print(table)
     Console().print(f"A = {evaluation.report['A']:.3f}, sum of recalls = {evaluation.rsum:.3f} (pool {pool} images)")
@@ -57,39 +59,20 @@ def print_by_source(evaluation: Evaluation) -> None:
     Console().print(table)
 
 
-def served_settings(
-    settings: IndexerSettings,
-    tower: Path | None,
-    ensemble_with: Path | None,
-    ensemble_weight: float | None,
-    lexicons: Path | None,
-    lexicon_weight: float | None,
-    no_glosses: bool,
-    encoders: dict[str, str | None],
-) -> IndexerSettings:
-    """The settings evaluated: the environment's (what ``polyglot serve`` would serve), changed by the options.
-    ``encoders``: the text/image encoders the user expects the tower to use (``--text-encoder``...), checked."""
+def served_settings(settings: IndexerSettings, tower: Path | None, encoders: dict[str, str | None]) -> IndexerSettings:
+    """The settings evaluated: the environment's (what ``polyglot serve`` would serve), or ``tower`` instead of
+    its text side, on the image encoder it was trained for. ``encoders``: the text/image encoders the user
+    expects the tower to use (``--text-encoder``...), checked."""
     from indexer.tower import TextTower
 
-    update: dict[str, Any] = {}
-    if tower is not None:  # one tower alone, on the image encoder it was trained for: no fast tower, no glosses
-        config = TextTower.read_config(tower)
-        for name, given in encoders.items():
-            expected = config.get(f"{name}_encoder")
-            if given and given != expected:
-                raise ValueError(f"the tower was trained with {name} encoder {expected!r}, not {given!r}")
-        update.update(tower_path=tower, fast_tower="off", lexicons_dir=None, image_encoder=config["image_encoder"])
-    if ensemble_with is not None:
-        update.update(fast_tower=str(ensemble_with), fast_tower_use="ensemble")
-    if ensemble_weight is not None:
-        update["fast_tower_weight"] = ensemble_weight
-    if lexicons is not None:
-        update["lexicons_dir"] = lexicons
-    if lexicon_weight is not None:
-        update["lexicon_weight"] = lexicon_weight
-    if no_glosses:
-        update["lexicons_dir"] = None
-    return settings.model_copy(update=update)
+    if tower is None:
+        return settings
+    config = TextTower.read_config(tower)
+    for name, given in encoders.items():
+        expected = config.get(f"{name}_encoder")
+        if given and given != expected:
+            raise ValueError(f"the tower was trained with {name} encoder {expected!r}, not {given!r}")
+    return settings.model_copy(update={"tower_path": tower, "image_encoder": config["image_encoder"]})
 
 
 def check_clc_options(clc: str, translator: str | None) -> None:
@@ -145,8 +128,8 @@ def register(cli: typer.Typer) -> None:
         split: str = typer.Option("dev", help="Split to evaluate on (its images are the pool)."),
         tower: Path | None = typer.Option(
             None,
-            help="Evaluate this tower alone (no fast tower, no glosses unless --lexicons) instead of the "
-            "served configuration.",
+            help="Evaluate this text side instead of the served one: a student folder or a research tower (e.g. "
+            "indexer/assets/tower, with its language bridge).",
         ),
         extra_captions: list[Path] = typer.Option(
             [], help="More caption files of the same schema (repeatable), e.g. ../shared/data/more-langs/*.jsonl."
@@ -159,29 +142,23 @@ def register(cli: typer.Typer) -> None:
         ),
         text_encoder: str | None = typer.Option(None, help="Text encoder for the baseline (default: settings)."),
         image_encoder: str | None = typer.Option(None, help="Image encoder for the baseline (default: settings)."),
-        json_out: Path | None = typer.Option(None, "--json", help="Write the recalls (and each language's route)."),
+        json_out: Path | None = typer.Option(
+            None, "--json", help="Write the recalls (and each language's route: the model that answered it)."
+        ),
         c2c_json: Path | None = typer.Option(None, help="Write the caption→caption R@1 table here as JSON."),
-        no_bridge: bool = typer.Option(False, help="Leave the towers' language bridge out (to measure it)."),
+        no_bridge: bool = typer.Option(False, help="Leave a research tower's language bridge out (to measure it)."),
         by_source: Path | None = typer.Option(
             None, help="Also text→image recalls per language and caption source: printed, and written here as JSON."
         ),
-        ensemble_with: Path | None = typer.Option(
-            None, help="Serve this second tower with POLYGLOT_FAST_TOWER_USE=ensemble (overrides the settings)."
+        lexicons: Path | None = typer.Option(
+            None, help="Dictionaries of CLC's gloss translator (en-XX.tsv; POLYGLOT_CLC_LEXICONS_DIR)."
         ),
-        ensemble_weight: float | None = typer.Option(
-            None, min=0.0, max=1.0, help="The second tower's share (POLYGLOT_FAST_TOWER_WEIGHT)."
-        ),
-        lexicons: Path | None = typer.Option(None, help="English-gloss dictionaries (POLYGLOT_LEXICONS_DIR)."),
-        lexicon_weight: float | None = typer.Option(
-            None, min=0.0, max=1.0, help="The gloss's share of the score (POLYGLOT_LEXICON_WEIGHT)."
-        ),
-        no_glosses: bool = typer.Option(False, help="Leave glosses out even if POLYGLOT_LEXICONS_DIR is set."),
         clc: str = typer.Option(
             "off", help="Cross-lingual consistency of the text→image ranking: off, average (CLC-A), classifier (CLC-C)."
         ),
         translator: str | None = typer.Option(
             None,
-            help="CLC's query translator: gloss (--lexicons are then its dictionaries, not served glosses), "
+            help="CLC's query translator: gloss (--lexicons: its dictionaries), "
             "retrieval (--translation-corpus), mt, or parallel (the split's parallel captions as perfect "
             "translations). Default: POLYGLOT_CLC_TRANSLATOR.",
         ),
@@ -211,6 +188,10 @@ def register(cli: typer.Typer) -> None:
                 raise fail(str(exc)) from None
         check_data(data)
         check_clc_options(clc, translator)
+        if lexicons is not None and translator != "gloss":
+            raise fail(
+                "--lexicons are the dictionaries of CLC's gloss translator: add --clc average --translator gloss"
+            )
         if baseline not in (None, "label-bridge"):
             raise fail(f"unknown baseline {baseline!r}; the only baseline is label-bridge")
         try:
@@ -223,10 +204,7 @@ def register(cli: typer.Typer) -> None:
                 title = f"label bridge {text.name} × {image.name} on {split}"
             else:
                 encoders = {"text": text_encoder, "image": image_encoder}
-                glosses = None if clc != "off" and translator == "gloss" else lexicons  # the translator's, then
-                served = served_settings(
-                    settings, tower, ensemble_with, ensemble_weight, glosses, lexicon_weight, no_glosses, encoders
-                )
+                served = served_settings(settings, tower, encoders)
                 served = clc_settings(served, translator, lexicons, translation_corpus, clc_classifier)
                 models = load_models(served, bridge=not no_bridge, sentence_cache=cache, clc=False)
                 prepared = prepare_split(
@@ -239,8 +217,8 @@ def register(cli: typer.Typer) -> None:
                 pipeline = QueryPipeline(models, served, QueryCache(0))  # every caption is a new query
                 pipeline.check_clc(clc)  # type: ignore[arg-type]
                 evaluation = evaluate_served(pipeline, prepared, served.vector_index, clc=clc)  # type: ignore[arg-type]
-                title = f"{'tower ' + str(tower) if tower else 'served configuration'} on {split}"
-        except USER_ERRORS as exc:  # LexiconError and ModelsError are ValueErrors
+                title = f"{'tower ' + str(tower) if tower else 'served ' + models.label} on {split}"
+        except USER_ERRORS as exc:  # LexiconError, TranslationError and ModelsError are ValueErrors
             raise fail(str(exc)) from None
         print_evaluation(title, evaluation)
         if json_out:

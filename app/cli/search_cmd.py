@@ -1,7 +1,8 @@
 """``polyglot search``: query the index from the shell, without a running server (as rclip does).
 
-Same query pipeline as ``/search`` (:class:`indexer.query.QueryPipeline`): the route per language, the
-ensemble, the glosses and the index kind are those the service would use with the same settings.
+Same query pipeline as ``/search`` (:class:`indexer.query.QueryPipeline`): the text side (the shipped student
+unless POLYGLOT_TOWER_PATH says otherwise) and the index kind are those the service would use with the same
+settings.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def register(cli: typer.Typer) -> None:
                     supported = ", ".join(pipeline.languages or [])
                     raise fail(f"unsupported --lang {lang!r}: the text encoder supports {supported}")
                 hits = pipeline.search_texts(index, [(text, code, k)])[0]
-                answer = {"query": text, "lang": code, "route": pipeline.route_label(code)}
+                answer = {"query": text, "lang": code, "model": models.label}
             paths = {i: path for i, _, path in index.store.id_keys([hit.id for hit in hits])}  # one query
         finally:
             index.close()

@@ -140,12 +140,6 @@ def register(cli: typer.Typer) -> None:
         port: int = typer.Option(8000, "--port", min=1, max=65535),
         no_index: bool = typer.Option(False, "--no-index", help="Serve the index as it is; index nothing."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
-        lexicons: Path | None = typer.Option(
-            None,
-            "--lexicons",
-            help="Bilingual dictionaries (en-XX.tsv, e.g. ../shared/data/lexicons): score queries with their English "
-            "gloss too (better recall outside English, twice the text work per query). Default: POLYGLOT_LEXICONS_DIR.",
-        ),
     ) -> None:
         """Index what is new, then serve the search API and web page on http://HOST:PORT.
 
@@ -161,21 +155,11 @@ def register(cli: typer.Typer) -> None:
         tower = settings.tower_path or shipped_tower_path()
         if not (tower / "config.json").is_file():
             console.print(
-                f"[red]error:[/] no text tower at {tower}: train one with `polyglot train` or point "
-                "POLYGLOT_TOWER_PATH at a tower folder",
+                f"[red]error:[/] no text model at {tower}: train a student with `polyglot train-student` (or a "
+                "tower with `polyglot train`) and point POLYGLOT_TOWER_PATH at its folder",
                 highlight=False,
             )
             raise typer.Exit(code=2)
-        glossary = lexicons or settings.lexicons_dir
-        if glossary is not None:
-            from indexer.glosses import LexiconError, dictionary_files
-
-            try:
-                dictionary_files(glossary)  # fail before indexing, not in the lifespan after it
-            except LexiconError as exc:
-                console.print(f"[red]error:[/] {exc}", highlight=False)
-                raise typer.Exit(code=2) from None
-        settings = settings.model_copy(update={"lexicons_dir": glossary})
         folder = images or settings.images_dir
         if not no_index:
             if folder is not None:
@@ -193,7 +177,5 @@ def register(cli: typer.Typer) -> None:
                 # The served photo folder is the default of POLYGLOT_ALLOWED_ROOTS (admin server paths, serving).
                 common = Path(os.path.commonpath([str(p.resolve()) for p in collection.paths]))
                 settings = settings.model_copy(update={"images_dir": common if common.is_dir() else common.parent})
-        if glossary is not None:
-            console.print(f"query glosses from the dictionaries in {glossary}")
         console.print(f"serving on http://{host}:{port}  (API docs: http://{host}:{port}/docs)")
         uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")

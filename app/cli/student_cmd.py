@@ -51,6 +51,7 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Fine-tune e5-small's first layers end to end into the image space (image–caption, distillation,
         concept and language-keeping terms); resumable; writes a student folder servable as POLYGLOT_TOWER_PATH."""
+        from indexer.embedders import research_tower_path
         from indexer.encoders.factory import image_encoder_from_settings
         from indexer.query.models import load_text_tower
         from training.student.run import StudentData, run_student
@@ -75,9 +76,8 @@ def register(cli: typer.Typer) -> None:
         )
         inputs = StudentData(data, text_corpus, list(photo_captions), list(translations), holdout=holdout)
         try:
-            teacher_model = load_text_tower(
-                settings.model_copy(update={"tower_path": teacher}) if teacher else settings,
-                sentence_cache=settings.resolved_cache_dir,
+            teacher_model = load_text_tower(  # the previous served model, not the student being replaced
+                settings, teacher or research_tower_path(), sentence_cache=settings.resolved_cache_dir
             )
             image_encoder = image_encoder_from_settings(settings)
             run_student(

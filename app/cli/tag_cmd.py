@@ -196,7 +196,7 @@ def register(cli: typer.Typer) -> None:
             raise fail(str(UnknownLanguageError(missing, available)))
         try:
             picture = load_image(image, max_pixels=settings.max_image_pixels)
-            models = load_models(settings, fast=False, glosses=False)
+            models = load_models(settings)
             text = models.text
             retriever: CaptionRetriever | None = None
             if captions is not None:

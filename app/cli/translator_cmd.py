@@ -32,14 +32,14 @@ def fit_command(
     lr: float = typer.Option(1.0, min=1e-6, help="RCSLS step size."),
 ) -> None:
     """Fit M on the lexicon's word pairs (Procrustes/least squares, then RCSLS); report word-translation P@1."""
-    from indexer.embedders import shipped_tower_path
+    from indexer.embedders import research_tower_path
     from indexer.encoders import create_text_encoder
     from indexer.tower import TextTower
     from training.data import load_dataset
     from training.translator_fit import caption_vocabulary, fit_translator, read_lexicon, save_translator, split_lexicon
 
     settings = IndexerSettings()
-    pivot = tower or settings.tower_path or shipped_tower_path()
+    pivot = tower or settings.tower_path or research_tower_path()
     try:
         target_name = TextTower.read_config(pivot)["text_encoder"]
         target = create_text_encoder(target_name, settings.resolved_models_dir)
@@ -73,7 +73,9 @@ def curves_command(
     data: Path = typer.Option(..., help="Data set folder (images/, captions.jsonl, splits/)."),
     lang: str = typer.Option(..., help="The language to on-board."),
     translator: Path | None = typer.Option(None, help="A fitted translator folder (T2); without it: FS and T1."),
-    tower: Path | None = typer.Option(None, help="The pivot tower (default: the configured/shipped one)."),
+    tower: Path | None = typer.Option(
+        None, help="The pivot tower (default: POLYGLOT_TOWER_PATH, else indexer/assets/tower)."
+    ),
     source_encoder: str | None = typer.Option(None, help="Encoder of the new language (default: the translator's)."),
     extra_captions: list[Path] = typer.Option([], help="More caption files (e.g. more-langs/f8k-captions.jsonl)."),
     sources: str | None = typer.Option(None, help="Keep only these caption sources of the language (comma-separated)."),
@@ -90,7 +92,7 @@ def curves_command(
     import torch
 
     from indexer.atomic import atomic_write_json
-    from indexer.embedders import shipped_tower_path
+    from indexer.embedders import research_tower_path
     from indexer.encoders import create_image_encoder, create_text_encoder
     from indexer.tower import TextTower
     from training.prepared import prepare_split
@@ -105,7 +107,7 @@ def curves_command(
     if not chosen or set(chosen) - set(PROTOCOLS):
         raise fail(f"--protocols takes some of {', '.join(PROTOCOLS)}")
     try:
-        pivot = TextTower.from_pretrained(tower or settings.tower_path or shipped_tower_path())
+        pivot = TextTower.from_pretrained(tower or settings.tower_path or research_tower_path())
         m, meta = load_translator(translator) if translator is not None else (None, {})
         encoder_name = source_encoder or meta.get("source_encoder") or pivot.text_encoder
         text = create_text_encoder(encoder_name, settings.resolved_models_dir)

@@ -73,8 +73,8 @@ async def _answer(
     response_model=CaptionSearchResponse,
     summary="Captions in another language that say what the query says",
     description="Text → captions of language `target` in the caption collection, best first (e.g. the English "
-    "captions closest to a German sentence). Pairs with a trained alignment (POLYGLOT_CAPTION_ALIGNMENTS; shipped: "
-    "en↔de, en↔fr) are compared in its space, others in the fallback space (POLYGLOT_CAPTION_SEARCH_FALLBACK); "
+    "captions closest to a German sentence). Pairs with a loaded alignment (POLYGLOT_CAPTION_ALIGNMENTS) are "
+    "compared in its space, others in the fallback space of the text encoder (POLYGLOT_CAPTION_SEARCH_FALLBACK); "
     "`space` in the answer says which. Scores are cosine similarities in that space, in [-1, 1].",
 )
 async def search_captions(
@@ -106,7 +106,7 @@ async def search_captions(
     response_model=CaptionsResponse,
     summary="Best captions for an image",
     description="Image → captions: the image's unit vector against the caption collection (captions embedded "
-    "by the text tower into the same space), in the requested languages. " + SCORE_DOC,
+    "by the text encoder into the same space), in the requested languages. " + SCORE_DOC,
 )
 async def captions_for_upload(
     engine: EngineDep,

@@ -13,8 +13,9 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/health", response_model=Health, summary="Liveness: the process answers")
-async def health() -> Health:
-    return Health(status="ok")
+async def health(request: Request) -> Health:
+    engine = getattr(request.app.state, "engine", None)  # None while loading: still alive
+    return Health(status="ok", text_encoder=engine.pipeline.encoder_name if engine is not None else None)
 
 
 @router.get(
@@ -44,11 +45,11 @@ async def ready(request: Request) -> Response:
         status="ready",
         images=images,
         captions=captions,
-        text_encoder=models.text.encoder.name,
-        fast_text_encoder=models.fast_text.encoder.name if models.fast_text is not None else None,
+        text_encoder=engine.pipeline.encoder_name,
+        text_model=models.label,
+        text_languages=engine.pipeline.languages,
         image_encoder=engine.images.encoder.name,
         index_kind=kind,
-        gloss_languages=sorted(models.glosses.languages) if models.glosses is not None else [],
         load_seconds={k: round(v, 4) for k, v in engine.load_seconds.items()},
         read_only=engine.images.read_only_reason,
     )
@@ -63,7 +64,7 @@ async def metrics(request: Request) -> Response:
         images, captions = await engine.run(lambda: (len(engine.images), len(engine.captions)))
         collected.images.set(images)
         collected.captions.set(captions)
-        batchers = engine.text_batchers.values()
-        collected.search_batches.set(sum(batcher.batches for batcher in batchers))
-        collected.search_batched_queries.set(sum(batcher.items for batcher in batchers))
+        batcher = engine.text_batcher
+        collected.search_batches.set(batcher.batches if batcher is not None else 0)
+        collected.search_batched_queries.set(batcher.items if batcher is not None else 0)
     return Response(generate_latest(collected.registry), media_type=CONTENT_TYPE_LATEST)

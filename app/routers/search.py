@@ -98,8 +98,8 @@ def _page(
     response_model=SearchResponse,
     summary="Search images by text, in any supported language",
     description="Text → images, best first. `lang` is validated against the text encoder's languages when "
-    "given (422 with the supported list otherwise) and detected when absent. Queries in a language the fast "
-    "tower covers (POLYGLOT_FAST_TOWER) are embedded by it; `text_encoder` in the answer says which. " + SCORE_DOC,
+    "given (422 with the supported list otherwise) and detected when absent. Every language is embedded by the "
+    "one text encoder (`text_encoder` in the answer; the shipped student: e5-student). " + SCORE_DOC,
 )
 async def search_text(
     engine: EngineDep,
@@ -128,7 +128,6 @@ async def search_text(
     # Both cheap enough for the event loop: a set lookup, or py3langid's ~50 µs for a detected language (a hop
     # to the thread pool cost more than the detection; queries are at most max_query_chars long).
     language = _language(engine, query, lang)
-    language.gloss = engine.pipeline.gloss(query, language.used)  # dictionary lookups: microseconds
     (results, next_offset, total), text_encoder = await engine.search_text(
         query, language.used, offset + k, lambda ranked: _page(engine, ranked, k, offset, min_score), mode
     )

@@ -22,11 +22,6 @@ class LanguageInfo(BaseModel):
     supported: bool | None = Field(
         default=None, description="Whether the text encoder was trained on that language (None: unknown)."
     )
-    gloss: str | None = Field(
-        default=None,
-        max_length=20_000,
-        description="The word-by-word English gloss the query was also scored by (POLYGLOT_LEXICONS_DIR), if any.",
-    )
 
 
 class SearchResult(BaseModel):
@@ -43,7 +38,9 @@ class SearchResponse(BaseModel):
     query_image_id: int | None = Field(default=None, ge=0)
     language: LanguageInfo | None = None
     text_encoder: str | None = Field(
-        default=None, max_length=200, description="The sentence encoder whose tower embedded the query."
+        default=None,
+        max_length=200,
+        description="The text encoder that embedded the query (the shipped student: e5-student).",
     )
     clc: str | None = Field(
         default=None,

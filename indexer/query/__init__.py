@@ -4,14 +4,13 @@ tagger, ``polyglot evaluate`` and the benchmarks alike, so what is measured is w
 
 from indexer.query.cache import QueryCache
 from indexer.query.models import Models, ModelsError, load_alignments, load_models, load_text_tower
-from indexer.query.pipeline import QueryPipeline, Route
+from indexer.query.pipeline import QueryPipeline
 
 __all__ = [
     "Models",
     "ModelsError",
     "QueryCache",
     "QueryPipeline",
-    "Route",
     "load_alignments",
     "load_models",
     "load_text_tower",

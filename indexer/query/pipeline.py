@@ -1,13 +1,10 @@
 """``QueryPipeline``: texts or images → unit vectors in the image space → hits.
 
-Text queries take one of three routes. ``main`` is the main tower (the shipped default covers ~100 languages
-through its e5 half). An optional fast tower over a cheaper encoder maps into the same image space, so both
-search the one index; queries in a language the fast tower's encoder declares take it alone (``fast``) or, with
-POLYGLOT_FAST_TOWER_USE=ensemble, both towers with their scores averaged (``both``). Every other language, and
-queries whose language is unknown, take ``main``. With English-gloss dictionaries loaded, a query in a language
-that has one is also scored by its word-by-word English gloss, on the same route. With ``clc`` (per call, or
-POLYGLOT_CLC by default) a query is also translated into POLYGLOT_CLC_LANGUAGES by the configured translator and
-the scores of all versions are combined (:mod:`indexer.query.clc`: CLC-A average, CLC-C classifier re-ranking).
+Every text query, whatever its language (or none detected), takes the one text side of :class:`Models` — the
+shipped student reads the ~100 languages of its e5 trunk itself — in one encoder call per batch, through the
+query cache. With ``clc`` (per call, or POLYGLOT_CLC by default) a query is also translated into
+POLYGLOT_CLC_LANGUAGES by the configured translator and the scores of all versions are combined
+(:mod:`indexer.query.clc`: CLC-A average, CLC-C classifier re-ranking).
 
 Thread-safe: the service calls it from its search threads, ``polyglot evaluate`` and ``polyglot search``
 directly. Anything that searches (the image index, an in-memory index in evaluation) is a :class:`VectorSearch`.
@@ -16,19 +13,15 @@ directly. Anything that searches (the image index, an in-memory index in evaluat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 from PIL import Image
 
-from indexer.embedders import mix_towers, with_glosses
 from indexer.indexer_settings import IndexerSettings
 from indexer.query.cache import QueryCache
 from indexer.query.clc import ClcError, ClcMode, Versions, rerank
 from indexer.query.models import Models
-
-Route = Literal["main", "fast", "both"]
-
 
 H = TypeVar("H", covariant=True)
 HitT = TypeVar("HitT")
@@ -52,60 +45,38 @@ class QueryPipeline:
         self.settings = settings
         self.cache = cache if cache is not None else QueryCache(settings.query_cache_size)
 
-    # ------------------------------------------------------------------ languages and routes
+    # ------------------------------------------------------------------ languages
     @property
     def languages(self) -> list[str] | None:
-        """The languages queries may name (the main encoder's; None: it declares none and accepts any code)."""
+        """The languages queries may name (the text side's encoder's; None: it declares none and accepts any)."""
         langs = self.models.text.languages
         return sorted(langs) if langs is not None else None
 
     def supports(self, lang: str) -> bool:
-        return self.models.text.encoder.supports(lang) or self.route(lang) != "main"
+        return self.models.text.encoder.supports(lang)
 
-    def route(self, lang: str | None) -> Route:
-        fast, chosen = self.models.fast_text, self.settings.fast_tower_languages
-        if (
-            fast is None
-            or lang is None
-            or not fast.encoder.supports(lang)
-            or (chosen is not None and lang not in chosen)
-        ):
-            return "main"
-        return "both" if self.settings.fast_tower_use == "ensemble" else "fast"
-
-    def encoder_names(self, route: Route) -> str:
-        """The sentence encoder(s) behind a route, as the service reports them to clients."""
-        main = self.models.text.encoder.name
-        fast = self.models.fast_text.encoder.name if self.models.fast_text is not None else main
-        return {"main": main, "fast": fast, "both": f"{main} & {fast}"}[route]
-
-    def route_label(self, lang: str | None) -> str:
-        """Which tower(s) answer ``lang``, by folder name: ``main:tower``, ``fast:tower-muse``,
-        ``both:tower+tower-muse`` (what ``polyglot evaluate`` records per language)."""
-        route = self.route(lang)
-        names = self.models.tower_names
-        towers = {"main": names.get("main", "main"), "fast": names.get("fast", "fast")}
-        towers["both"] = f"{towers['main']}+{towers['fast']}"
-        return f"{route}:{towers[route]}"
-
-    def gloss(self, text: str, lang: str | None) -> str | None:
-        """The English gloss a query is also scored by (None: no dictionary for ``lang``, or glosses off)."""
-        if self.models.glosses is None:
-            return None
-        return self.models.glosses.translate(text, lang) or None
+    @property
+    def encoder_name(self) -> str:
+        """The text encoder that embeds every query, as the service reports it to clients (``e5-student``)."""
+        return self.models.text.encoder.name
 
     # ------------------------------------------------------------------ text → vectors → hits
     def embed_queries(self, texts: Sequence[str], langs: str | Sequence[str | None] | None = None) -> np.ndarray:
-        """Unit query vectors, each text in its language (one for all, or one per text), on its language's
-        route: one encoder call per route (per-language calls would each pay a pass over the weights)."""
+        """Unit query vectors, each text in its language (one for all, or one per text; a research tower's
+        bridge reads it), in one encoder call for the texts the query cache does not hold."""
         per_text = [langs] * len(texts) if langs is None or isinstance(langs, str) else list(langs)
-        out = np.empty((len(texts), self.models.text.dim), dtype=np.float32)
-        groups: dict[Route, list[int]] = {}
-        for i, lang in enumerate(per_text):
-            groups.setdefault(self.route(lang), []).append(i)
-        for route, rows in groups.items():
-            out[rows] = self._embed_cached(route, [texts[i] for i in rows], [per_text[i] for i in rows])
-        return out
+        # A bridge maps some languages apart, so the language is part of the key.
+        keys = [f"{lang}\x00{text}" for text, lang in zip(texts, per_text, strict=True)]
+        vectors: list[np.ndarray | None] = [self.cache.get(key) for key in keys]
+        missing = [i for i, vector in enumerate(vectors) if vector is None]
+        if missing:
+            fresh = self.models.text.embed([texts[i] for i in missing], [per_text[i] for i in missing])
+            for row, i in enumerate(missing):
+                vectors[i] = fresh[row]
+                self.cache.put(keys[i], fresh[row])
+        if not vectors:
+            return np.empty((0, self.models.text.dim), dtype=np.float32)
+        return np.stack([v for v in vectors if v is not None])
 
     def search_texts(
         self, index: VectorSearch[HitT], items: Sequence[tuple[str, str | None, int]], clc: ClcMode | None = None
@@ -193,37 +164,6 @@ class QueryPipeline:
             [replace_score(by_id[row][i], s) for i, s in zip(order[row], scores[row], strict=True)]
             for row in range(len(ids))
         ]
-
-    def _embed_cached(self, route: Route, texts: list[str], langs: list[str | None]) -> np.ndarray:
-        # Towers and bridges give different vectors: the route and the language are part of the key.
-        keys = [f"{route}\x00{lang}\x00{text}" for text, lang in zip(texts, langs, strict=True)]
-        vectors: list[np.ndarray | None] = [self.cache.get(key) for key in keys]
-        missing = [i for i, vector in enumerate(vectors) if vector is None]
-        if missing:
-            batch, batch_langs = [texts[i] for i in missing], [langs[i] for i in missing]
-            if self.models.glosses is None:
-                fresh = self.embed_route(route, batch, batch_langs)
-            else:
-                fresh = with_glosses(
-                    lambda t, ls: self.embed_route(route, t, ls),
-                    batch,
-                    batch_langs,
-                    self.models.glosses,
-                    self.settings.lexicon_weight,
-                )
-            for row, i in enumerate(missing):
-                vectors[i] = fresh[row]
-                self.cache.put(keys[i], fresh[row])
-        return np.stack([v for v in vectors if v is not None])
-
-    def embed_route(self, route: Route, texts: Sequence[str], langs: Sequence[str | None]) -> np.ndarray:
-        """The route's tower(s) alone: no cache, no glosses."""
-        main, fast = self.models.text, self.models.fast_text
-        if route == "main" or fast is None:
-            return main.embed(texts, langs)
-        if route == "fast":
-            return fast.embed(texts, langs)
-        return mix_towers(main.embed(texts, langs), fast.embed(texts, langs), self.settings.fast_tower_weight)
 
     # ------------------------------------------------------------------ images → vectors
     def embed_images(self, images: Sequence[Image.Image]) -> np.ndarray:

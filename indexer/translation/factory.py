@@ -32,7 +32,7 @@ def load_translator(
     if kind is None:
         return None
     if kind == "gloss":
-        folder = settings.clc_lexicons_dir or settings.lexicons_dir
+        folder = settings.clc_lexicons_dir
         if folder is None:
             raise TranslationError(
                 "the gloss translator needs dictionaries: set POLYGLOT_CLC_LEXICONS_DIR (--lexicons)"

@@ -28,6 +28,8 @@ def concept_loss(
 
 
 class ConceptLoss(nn.Module):
+    prototypes: torch.Tensor  # a buffer (moves with the module, not trained)
+
     def __init__(self, prototypes: torch.Tensor, temperature: float = 0.05) -> None:
         super().__init__()
         if temperature <= 0:
