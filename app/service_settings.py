@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 
 from indexer.indexer_settings import IndexerSettings
+from indexer.thumbnails import thumbnails_dir
 
 
 class ServiceSettings(IndexerSettings):
@@ -46,7 +47,6 @@ class ServiceSettings(IndexerSettings):
     images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")
     captions_file: Path | None = Field(default=None, description="JSONL captions indexed by `serve` if new.")
     max_captions: int = Field(default=20, ge=1, le=200, description="Most captions per language in /captions.")
-    thumbnail_size: int = Field(default=256, ge=32, le=1024, description="Longest side of thumbnails (pixels).")
     log_requests: bool = Field(default=False, description="One structured log line per request (at debug level).")
     allow_local_paths: bool = Field(
         default=True, description="Admin POST /images may index a path on the server's disk."
@@ -54,4 +54,4 @@ class ServiceSettings(IndexerSettings):
 
     @property
     def thumbnails_dir(self) -> Path:
-        return self.resolved_cache_dir / "thumbnails"
+        return thumbnails_dir(self.resolved_cache_dir)

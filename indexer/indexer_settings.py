@@ -44,6 +44,15 @@ class IndexerSettings(BaseSettings):
     max_image_pixels: int = Field(
         default=64_000_000, ge=1, description="Decompression-bomb limit: images with more pixels are refused."
     )
+    decode_full_size: bool = Field(
+        default=False,
+        description="Decode photos at full size while indexing. Default: at the reduced size the encoder needs "
+        "(JPEG DCT scaling, integer reduce for other formats; ~7x faster on 12-Mpx photos, benchmarks/indexing.md).",
+    )
+    index_thumbnails: bool = Field(
+        default=True, description="Write each photo's thumbnail while indexing, from the same reduced decode."
+    )
+    thumbnail_size: int = Field(default=256, ge=32, le=1024, description="Longest side of thumbnails (pixels).")
     torch_threads: int | None = Field(default=None, ge=1, le=256, description="torch intra-op threads.")
     device: str = Field(default="cpu", description="torch device for the encoders: cpu or cuda.")
     encoder_backend: Literal["auto", "onnx", "torch"] = Field(

@@ -7,7 +7,6 @@ written atomically, so concurrent first requests never serve half a file.
 
 from __future__ import annotations
 
-import io
 import mimetypes
 from pathlib import Path as FsPath
 from typing import Annotated
@@ -19,10 +18,10 @@ from app.deps import AdminDep, EngineDep
 from app.engine import Engine
 from app.routers.common import ImageId, decode_or_422, image_info, read_upload, record_or_404
 from app.schemas.images import ImageAdded, ImageDeleted, ImageInfo
-from indexer.atomic import atomic_write_bytes
 from indexer.images import ImageDecodeError, content_hash, is_image_path, load_image
 from indexer.store.locks import IndexBusyError
 from indexer.store.metadata import ImageRecord
+from indexer.thumbnails import thumbnail_path, write_thumbnail
 
 router = APIRouter(tags=["images"])
 
@@ -37,20 +36,17 @@ def _file_or_404(record: ImageRecord) -> FsPath:
 
 
 def _thumbnail(engine: Engine, record: ImageRecord) -> FsPath:
+    # Usually written by the indexer from its reduced decode (indexer/thumbnails.py); made here when missing.
     size = engine.settings.thumbnail_size
-    target = engine.settings.thumbnails_dir / f"{record.sha256}_{size}.jpg"
+    target = thumbnail_path(engine.settings.resolved_cache_dir, record.sha256, size)
     if target.is_file():
         return target
     source = _file_or_404(record)
     try:
-        image = load_image(source, max_pixels=engine.settings.max_image_pixels)
+        image = load_image(source, max_pixels=engine.settings.max_image_pixels, min_side=size)
     except ImageDecodeError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be read any more: {exc}") from None
-    image.thumbnail((size, size))
-    buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=85)
-    atomic_write_bytes(target, buffer.getvalue())
-    return target
+    return write_thumbnail(engine.settings.resolved_cache_dir, record.sha256, image, size)
 
 
 @router.get("/images", response_model=list[ImageInfo], summary="List indexed images")

@@ -13,14 +13,26 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, DateTime, String, Text, func, select
+from sqlalchemy import JSON, BigInteger, DateTime, Float, Integer, SmallInteger, String, Text, func, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from indexer.store.migrate import add_missing_columns
 from indexer.store.sql import BATCH, ID_TYPE, SqlStore
 from indexer.store.sql import redact_url as redact_url  # re-exported: callers import them from here
 from indexer.store.sql import sqlite_url as sqlite_url
 
 _EDITABLE = frozenset({"title", "caption", "tags", "extra"})
+# Facts read from the file (EXIF, its folder): set by the indexer, never by users (issue 27).
+FACTS = (
+    "folder",
+    "taken_at",
+    "taken_offset_minutes",
+    "latitude",
+    "longitude",
+    "camera_make",
+    "camera_model",
+    "orientation",
+)
 
 
 class Base(DeclarativeBase):
@@ -42,6 +54,15 @@ class ImageRow(Base):
     caption: Mapped[str | None] = mapped_column(Text)
     tags: Mapped[list[str]] = mapped_column(default=list)
     extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # Issue 27; added in place to existing tables by indexer/store/migrate.py (all nullable).
+    folder: Mapped[str | None] = mapped_column(String(4096), index=True)
+    taken_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=False), index=True)  # local wall clock
+    taken_offset_minutes: Mapped[int | None] = mapped_column(Integer)
+    latitude: Mapped[float | None] = mapped_column(Float, index=True)
+    longitude: Mapped[float | None] = mapped_column(Float)
+    camera_make: Mapped[str | None] = mapped_column(String(255))
+    camera_model: Mapped[str | None] = mapped_column(String(255))
+    orientation: Mapped[int | None] = mapped_column(SmallInteger)
 
 
 @dataclass
@@ -59,6 +80,14 @@ class ImageRecord:
     caption: str | None = None
     tags: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    folder: str | None = None
+    taken_at: datetime | None = None
+    taken_offset_minutes: int | None = None
+    latitude: float | None = None
+    longitude: float | None = None
+    camera_make: str | None = None
+    camera_model: str | None = None
+    orientation: int | None = None
 
     @classmethod
     def from_row(cls, row: ImageRow) -> ImageRecord:
@@ -76,10 +105,17 @@ class ImageRecord:
             caption=row.caption,
             tags=list(row.tags or []),
             extra=dict(row.extra or {}),
+            # PostgreSQL hands back naive timestamps as they were written; SQLite too (its DateTime is text)
+            taken_at=row.taken_at.replace(tzinfo=None) if row.taken_at else None,
+            **{name: getattr(row, name) for name in FACTS if name != "taken_at"},
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "added_at": self.added_at.isoformat()}
+        return {
+            **self.__dict__,
+            "added_at": self.added_at.isoformat(),
+            "taken_at": self.taken_at.isoformat() if self.taken_at else None,
+        }
 
 
 @dataclass
@@ -95,6 +131,14 @@ class NewImage:
     caption: str | None = None
     tags: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    folder: str | None = None
+    taken_at: datetime | None = None
+    taken_offset_minutes: int | None = None
+    latitude: float | None = None
+    longitude: float | None = None
+    camera_make: str | None = None
+    camera_model: str | None = None
+    orientation: int | None = None
 
 
 class MetadataStore(SqlStore):
@@ -102,6 +146,8 @@ class MetadataStore(SqlStore):
 
     def __init__(self, url: str, schema: str | None = None) -> None:
         super().__init__(url, Base.metadata, schema)
+        # Indexes made before issue 27 lack the photo-fact columns: added in place (nullable, so instant).
+        self.migrated = add_missing_columns(self.engine, ImageRow.__table__, schema)
 
     # ------------------------------------------------------------------ reads
     def count(self) -> int:
@@ -154,6 +200,29 @@ class MetadataStore(SqlStore):
                 chunk = unique[start : start + BATCH]
                 found.update(session.scalars(select(ImageRow.sha256).where(ImageRow.sha256.in_(chunk))))
         return found
+
+    def missing_facts(self, ids: Sequence[int]) -> set[int]:
+        """The ids among ``ids`` whose photo facts were never read (rows from before the migration)."""
+        found: set[int] = set()
+        unique = sorted({int(i) for i in ids})
+        with self._sessions() as session:
+            for start in range(0, len(unique), BATCH):
+                chunk = unique[start : start + BATCH]
+                query = select(ImageRow.id).where(ImageRow.id.in_(chunk), ImageRow.folder.is_(None))
+                found.update(int(i) for i in session.scalars(query))
+        return found
+
+    def set_facts(self, changes: Sequence[tuple[int, dict[str, Any]]]) -> None:
+        """Store photo facts (:data:`FACTS`) read from the files, in one transaction."""
+        with self.transaction() as session:
+            for id_, fields in changes:
+                unknown = set(fields) - set(FACTS)
+                if unknown:
+                    raise ValueError(f"not photo facts: {sorted(unknown)}")
+                row = session.get(ImageRow, int(id_))
+                if row is not None:
+                    for name, value in fields.items():
+                        setattr(row, name, value)
 
     def get(self, id_: int) -> ImageRecord | None:
         with self._sessions() as session:
