@@ -169,7 +169,12 @@ class IndexCore(ABC):
         return prepared
 
     def _decode_side(self) -> int | None:
-        return None if self.settings.decode_full_size else self.encoder.decode_side
+        """The short side photos are decoded down to: the encoder's, and the thumbnail's when it is written from
+        the same decode (a 256-px thumbnail needs a short side of at most 256)."""
+        side = self.encoder.decode_side
+        if self.settings.decode_full_size or side is None:
+            return None
+        return max(side, self.settings.thumbnail_size) if self.settings.index_thumbnails else side
 
     def _thumbnail(self, sha: str, image: Image.Image) -> None:
         try:
