@@ -53,6 +53,9 @@ class IndexerSettings(BaseSettings):
         default=True, description="Write each photo's thumbnail while indexing, from the same reduced decode."
     )
     thumbnail_size: int = Field(default=256, ge=32, le=1024, description="Longest side of thumbnails (pixels).")
+    date_sort_pool: int = Field(
+        default=200, ge=1, le=10_000, description="sort=date: how many of the best matches are ordered by date."
+    )
     torch_threads: int | None = Field(default=None, ge=1, le=256, description="torch intra-op threads.")
     device: str = Field(default="cpu", description="torch device for the encoders: cpu or cuda.")
     encoder_backend: Literal["auto", "onnx", "torch"] = Field(

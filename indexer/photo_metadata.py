@@ -109,7 +109,8 @@ def _date(value: Any) -> datetime | None:
     if not match:
         return None
     try:
-        taken = datetime(*(int(part) for part in match.groups()))  # type: ignore[misc]
+        year, month, day, hour, minute, second = (int(part) for part in match.groups())
+        taken = datetime(year, month, day, hour, minute, second)
     except ValueError:  # "0000:00:00 00:00:00", what cameras write without a clock
         return None
     return taken if 1826 <= taken.year <= 2200 else None

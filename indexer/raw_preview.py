@@ -98,7 +98,8 @@ def raw_preview(data: bytes) -> tuple[bytes, int | None] | None:
     try:
         first, raw_magic = tiff.u32(4), data[8:10] == b"CR" or data[:4] in (b"IIRO", b"IIU\x00")
         candidates: list[tuple[int, int, int]] = []  # (pixels, start, end)
-        queue, seen = [first], set()
+        queue: list[int] = [first]
+        seen: set[int] = set()
         is_raw, orientation = raw_magic, None
         while queue and len(seen) < MAX_IFDS:
             offset = queue.pop(0)
@@ -110,7 +111,7 @@ def raw_preview(data: bytes) -> tuple[bytes, int | None] | None:
                 is_raw = (
                     is_raw or _DNG_VERSION in tags or (_MAKE in tags and (_SUBIFDS in tags or _JPEG_OFFSET in tags))
                 )
-                orientation = (tags.get(_ORIENTATION) or [None])[0]
+                orientation = (tags.get(_ORIENTATION) or [0])[0]
             queue += tags.get(_SUBIFDS, [])
             if following:
                 queue.append(following)

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 import numpy as np
-from fastapi import APIRouter, File, HTTPException, Query, UploadFile, status
+from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, status
 
 from app.deps import EngineDep
 from app.engine import Engine
 from app.language_names import language_names
 from app.routers.common import FormImageId, checked_query, image_url, record_or_404, thumbnail_url, upload_vector
+from app.routers.filters import Sort, SortParam, described, photo_filter
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
+from indexer.filtered_view import FilteredImages, by_date
 from indexer.image_index import Hit
 from indexer.query.clc import ClcError, ClcMode
 from indexer.query.language import detect_language
+from indexer.search_filters import PhotoFilter
 
 router = APIRouter(tags=["search"])
 
@@ -62,8 +66,31 @@ def _language(engine: Engine, q: str, lang: str | None) -> LanguageInfo:
     return LanguageInfo(detected=detected, probability=probability, used=detected, supported=known)
 
 
-def _image_hits(engine: Engine, vector: np.ndarray, depth: int) -> list[Hit]:
-    return engine.images.search(vector[None, :], depth)[0]
+FilterDep = Annotated[PhotoFilter, Depends(photo_filter)]
+
+
+def _image_hits(engine: Engine, vector: np.ndarray, depth: int, allowed: np.ndarray | None = None) -> list[Hit]:
+    return engine.images.search(vector[None, :], depth, allowed=allowed)[0]
+
+
+def _depth(engine: Engine, k: int, offset: int, sort: Sort) -> int:
+    """How many hits to rank: the page's, or the pool that sort=date orders."""
+    return offset + k if sort == "score" else max(offset + k, engine.settings.date_sort_pool)
+
+
+Page = tuple[list[SearchResult], int | None, int]
+
+
+def _finisher(
+    engine: Engine, k: int, offset: int, min_score: float | None, sort: Sort, exclude: int | None = None
+) -> Callable[[list[Hit]], Page]:
+    def finish(ranked: list[Hit]) -> tuple[list[SearchResult], int | None, int]:
+        if sort == "date":
+            pool = [h for h in ranked if h.id != exclude and (min_score is None or h.score >= min_score)]
+            return _page(engine, by_date(engine.images, pool), k, offset, None)
+        return _page(engine, ranked, k, offset, min_score, exclude)
+
+    return finish
 
 
 def _page(
@@ -118,6 +145,8 @@ async def search_text(
             "and combine — 'average' (CLC-A) or 'classifier' (CLC-C); 'off'. Absent: POLYGLOT_CLC (default off)."
         ),
     ] = None,
+    where: FilterDep = PhotoFilter(),
+    sort: SortParam = "score",
 ) -> SearchResponse:
     check_page(engine, k, offset)
     try:
@@ -129,9 +158,23 @@ async def search_text(
     # to the thread pool cost more than the detection; queries are at most max_query_chars long).
     language = _language(engine, query, lang)
     language.gloss = engine.pipeline.gloss(query, language.used)  # dictionary lookups: microseconds
-    (results, next_offset, total), text_encoder = await engine.search_text(
-        query, language.used, offset + k, lambda ranked: _page(engine, ranked, k, offset, min_score), mode
-    )
+    finish, depth = _finisher(engine, k, offset, min_score, sort), _depth(engine, k, offset, sort)
+    matching = None
+    if where.active:
+
+        def filtered() -> tuple[tuple[list[SearchResult], int | None, int], int]:
+            allowed = engine.images.store.filtered_ids(where)
+            view = FilteredImages(engine.images, allowed)
+            return finish(engine.pipeline.search_texts(view, [(query, language.used, depth)], clc=mode)[0]), len(
+                allowed
+            )
+
+        (results, next_offset, total), matching = await engine.run(filtered)
+        text_encoder = engine.pipeline.encoder_names(engine.pipeline.route(language.used))
+    else:
+        (results, next_offset, total), text_encoder = await engine.search_text(
+            query, language.used, depth, finish, mode
+        )
     return SearchResponse(
         query=query,
         language=language,
@@ -140,6 +183,9 @@ async def search_text(
         k=k,
         offset=offset,
         min_score=min_score,
+        sort=sort,
+        filters=described(where),
+        matching_images=matching,
         results=results,
         next_offset=next_offset,
         total_images=total,
@@ -160,6 +206,8 @@ async def search_image(
     k: KParam = 20,
     offset: OffsetParam = 0,
     min_score: MinScoreParam = None,
+    where: FilterDep = PhotoFilter(),
+    sort: SortParam = "score",
 ) -> SearchResponse:
     if (file is None) == (image_id is None):
         raise HTTPException(
@@ -174,15 +222,23 @@ async def search_image(
     else:
         assert file is not None
         _, vector = await upload_vector(engine, file)
-    depth = offset + k + (1 if image_id is not None else 0)
-    results, next_offset, total = await engine.run(
-        lambda: _page(engine, _image_hits(engine, np.asarray(vector), depth), k, offset, min_score, image_id)
-    )
+    depth = _depth(engine, k, offset, sort) + (1 if image_id is not None else 0)
+    finish = _finisher(engine, k, offset, min_score, sort, image_id)
+
+    def search() -> tuple[tuple[list[SearchResult], int | None, int], int | None]:
+        allowed = engine.images.store.filtered_ids(where) if where.active else None
+        hits = _image_hits(engine, np.asarray(vector), depth, allowed)
+        return finish(hits), (len(allowed) if allowed is not None else None)
+
+    (results, next_offset, total), matching = await engine.run(search)
     return SearchResponse(
         query_image_id=image_id,
         k=k,
         offset=offset,
         min_score=min_score,
+        sort=sort,
+        filters=described(where),
+        matching_images=matching,
         results=results,
         next_offset=next_offset,
         total_images=total,

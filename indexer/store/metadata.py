@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, DateTime, Float, Integer, SmallInteger, String, Text, func, select
+import numpy as np
+from sqlalchemy import JSON, BigInteger, DateTime, Float, Integer, SmallInteger, String, Text, func, or_, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from indexer.search_filters import PhotoFilter, distance_km
 from indexer.store.migrate import add_missing_columns
 from indexer.store.sql import BATCH, ID_TYPE, SqlStore
 from indexer.store.sql import redact_url as redact_url  # re-exported: callers import them from here
@@ -147,7 +149,7 @@ class MetadataStore(SqlStore):
     def __init__(self, url: str, schema: str | None = None) -> None:
         super().__init__(url, Base.metadata, schema)
         # Indexes made before issue 27 lack the photo-fact columns: added in place (nullable, so instant).
-        self.migrated = add_missing_columns(self.engine, ImageRow.__table__, schema)
+        self.migrated = add_missing_columns(self.engine, Base.metadata.tables["images"], schema)
 
     # ------------------------------------------------------------------ reads
     def count(self) -> int:
@@ -224,6 +226,40 @@ class MetadataStore(SqlStore):
                     for name, value in fields.items():
                         setattr(row, name, value)
 
+    def filtered_ids(self, where: PhotoFilter) -> np.ndarray:
+        """Sorted ids of the images that pass ``where`` (the subset a filtered vector search is restricted to)."""
+        clauses: list[Any] = []
+        if where.taken_after is not None:
+            clauses.append(ImageRow.taken_at >= where.taken_after)
+        if where.taken_before is not None:
+            clauses.append(ImageRow.taken_at <= where.taken_before)
+        if where.folder is not None:
+            clauses.append(_folder_clause(where.folder))
+        columns: list[Any] = [ImageRow.id]
+        if where.near is not None:
+            box = where.near.box()
+            assert box is not None
+            clauses += [ImageRow.latitude.between(box[0], box[1]), ImageRow.longitude.between(box[2], box[3])]
+            columns += [ImageRow.latitude, ImageRow.longitude]
+        query = select(*columns).where(*clauses)
+        with self._sessions() as session:
+            rows = session.execute(query).all()
+        if where.near is not None:
+            near = where.near
+            rows = [r for r in rows if distance_km(near.latitude, near.longitude, r[1], r[2]) <= near.km]
+        return np.sort(np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows)))
+
+    def taken(self, ids: Sequence[int]) -> dict[int, datetime | None]:
+        """Capture times of the given ids (sort=date)."""
+        out: dict[int, datetime | None] = {}
+        unique = sorted({int(i) for i in ids})
+        with self._sessions() as session:
+            for start in range(0, len(unique), BATCH):
+                chunk = unique[start : start + BATCH]
+                query = select(ImageRow.id, ImageRow.taken_at).where(ImageRow.id.in_(chunk))
+                out.update({int(i): t.replace(tzinfo=None) if t else None for i, t in session.execute(query)})
+        return out
+
     def get(self, id_: int) -> ImageRecord | None:
         with self._sessions() as session:
             row = session.get(ImageRow, int(id_))
@@ -284,3 +320,18 @@ class MetadataStore(SqlStore):
                 gone.append(int(row.id))
                 session.delete(row)
         return sorted(gone)
+
+
+def _folder_clause(folder: str) -> Any:
+    """An absolute folder: itself and below; otherwise whole path components anywhere (``Lisbon``)."""
+    escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    if folder.startswith("/"):
+        if folder == "/":
+            return ImageRow.folder.like("/%")
+        return or_(ImageRow.folder == folder, ImageRow.folder.like(f"{escaped}/%", escape="\\"))
+    name = escaped.strip("/")
+    return or_(
+        ImageRow.folder.like(f"%/{name}", escape="\\"),
+        ImageRow.folder.like(f"%/{name}/%", escape="\\"),
+        ImageRow.folder == folder,
+    )
