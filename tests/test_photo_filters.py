@@ -18,6 +18,7 @@ from app.service_settings import ServiceSettings
 from indexer.search_filters import FilterError, PhotoFilter, distance_km
 from indexer.store.filtered import exact_subset_search, filtered_search
 from indexer.store.index_kinds import VectorIndexSettings
+from indexer.store.metadata import MetadataStore, NewImage, sqlite_url
 from indexer.store.vectors import VectorIndex
 
 LISBON, PORTO, TOKYO = (38.7223, -9.1393), (41.1579, -8.6291), (35.6762, 139.6503)
@@ -154,3 +155,32 @@ def test_polyglot_search_filters_and_sorts(tmp_path: Path, library: Path, monkey
     assert code == 0 and len(json.loads(output)["results"]) == 2
     code, output = invoke("search", "a photo", "--taken-after", "soon")
     assert code == 2 and "ISO 8601" in output
+
+
+def _store_filters(store: MetadataStore) -> None:
+    rows = [
+        NewImage(
+            f"/p/{folder}/{i}.jpg", f"{i:064x}", 4, 3, 10, folder=f"/p/{folder}", taken_at=datetime(2024, 1, i + 1)
+        )
+        for i, folder in enumerate(["Lisbon", "Lisbon/beach", "Lisbon2", "x/Lisbon", "Porto", "a_b"])
+    ]
+    rows[4].latitude, rows[4].longitude = PORTO
+    ids = [r.id for r in store.insert(rows)]
+    assert store.filtered_ids(PhotoFilter(folder="/p/Lisbon")).tolist() == ids[:2]  # not Lisbon2
+    assert store.filtered_ids(PhotoFilter(folder="Lisbon")).tolist() == [ids[0], ids[1], ids[3]]
+    assert store.filtered_ids(PhotoFilter(folder="/p/a%b")).tolist() == []  # wildcards are literal
+    assert store.filtered_ids(PhotoFilter.parse("2024-01-02", "2024-01-03")).tolist() == ids[1:3]
+    assert store.filtered_ids(PhotoFilter.parse(near=f"{PORTO[0]},{PORTO[1]},1")).tolist() == [ids[4]]
+
+
+def test_filtered_ids_sqlite(tmp_path: Path) -> None:
+    store = MetadataStore(sqlite_url(tmp_path / "m.sqlite"))
+    _store_filters(store)
+    store.close()
+
+
+@pytest.mark.postgres
+def test_filtered_ids_postgres(postgres_url: str, pg_schema: str) -> None:
+    store = MetadataStore(postgres_url, schema=pg_schema)
+    _store_filters(store)
+    store.close()

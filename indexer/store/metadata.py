@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import numpy as np
-from sqlalchemy import JSON, BigInteger, DateTime, Float, Integer, SmallInteger, String, Text, func, or_, select
+from sqlalchemy import JSON, BigInteger, DateTime, Float, Integer, SmallInteger, String, Text, and_, func, or_, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from indexer.search_filters import PhotoFilter, distance_km
@@ -234,7 +234,7 @@ class MetadataStore(SqlStore):
         if where.taken_before is not None:
             clauses.append(ImageRow.taken_at <= where.taken_before)
         if where.folder is not None:
-            clauses.append(_folder_clause(where.folder))
+            clauses.append(_folder_clause(where.folder, self.engine.dialect.name))
         columns: list[Any] = [ImageRow.id]
         if where.near is not None:
             box = where.near.box()
@@ -322,16 +322,19 @@ class MetadataStore(SqlStore):
         return sorted(gone)
 
 
-def _folder_clause(folder: str) -> Any:
-    """An absolute folder: itself and below; otherwise whole path components anywhere (``Lisbon``)."""
-    escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+def _folder_clause(folder: str, dialect: str) -> Any:
+    """An absolute folder: itself and below, as a range of the folder index (``X/`` ≤ folder < ``X0``: "0" follows
+    "/" in every collation that sorts by code point, so the B-tree answers it; a LIKE could not use the index on
+    SQLite). PostgreSQL compares in the "C" collation for this (a locale collation may ignore the slashes).
+    Otherwise whole path components anywhere (``Lisbon``): a scan of the folder column."""
     if folder.startswith("/"):
         if folder == "/":
-            return ImageRow.folder.like("/%")
-        return or_(ImageRow.folder == folder, ImageRow.folder.like(f"{escaped}/%", escape="\\"))
-    name = escaped.strip("/")
+            return ImageRow.folder.startswith("/")
+        column: Any = ImageRow.folder.collate("C") if dialect == "postgresql" else ImageRow.folder
+        return or_(ImageRow.folder == folder, and_(column >= folder + "/", column < folder + "0"))
+    escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_").strip("/")
     return or_(
-        ImageRow.folder.like(f"%/{name}", escape="\\"),
-        ImageRow.folder.like(f"%/{name}/%", escape="\\"),
+        ImageRow.folder.like(f"%/{escaped}", escape="\\"),
+        ImageRow.folder.like(f"%/{escaped}/%", escape="\\"),
         ImageRow.folder == folder,
     )
