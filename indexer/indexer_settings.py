@@ -53,6 +53,13 @@ class IndexerSettings(BaseSettings):
         default=True, description="Write each photo's thumbnail while indexing, from the same reduced decode."
     )
     thumbnail_size: int = Field(default=256, ge=32, le=1024, description="Longest side of thumbnails (pixels).")
+    watch_dirs: list[Path] = Field(
+        default_factory=list,
+        description="Folders the service keeps in sync with the index while it runs (`serve --watch`; a JSON list).",
+    )
+    watch_settle_seconds: float = Field(
+        default=1.0, ge=0.05, le=600, description="Quiet time after file changes before the watcher applies them."
+    )
     date_sort_pool: int = Field(
         default=200, ge=1, le=10_000, description="sort=date: how many of the best matches are ordered by date."
     )

@@ -186,3 +186,36 @@ def rebuild(quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress
             f"rebuilt {report.added} vectors ({index.stats()['index_type']}); dropped {len(report.failed)} "
             "unreadable images"
         )
+
+
+@app.command("watch")
+def watch(
+    folders: list[Path] = typer.Argument(..., help="Folders to keep in sync with the index (recursive)."),
+    settle: float = typer.Option(1.0, min=0.05, max=600, help="Seconds of quiet before changes are applied."),
+) -> None:
+    """Index the folders, then keep the index in sync as photos are added, changed, moved or deleted (until
+    Ctrl-C). Each batch of changes is committed like `index add`: stopping it at any point loses nothing."""
+    import time
+
+    from indexer.watch import FolderWatcher, SyncReport
+
+    for folder in folders:
+        if not folder.is_dir():
+            raise fail(f"{folder}: not a folder")
+
+    def show(report: SyncReport, _removed: list[int]) -> None:
+        failed = f", failed {len(report.failed)}" if report.failed else ""
+        console.print(f"added {report.added}, removed {report.removed}{failed}", highlight=False)
+        for path, reason in report.failed[:5]:
+            console.print(f"  [yellow]skipped[/] {path}: {reason}", highlight=False)
+
+    with opened(create=True) as index:
+        watcher = FolderWatcher(index, folders, settle=settle, on_change=show)
+        console.print(f"catching up with {', '.join(map(str, watcher.folders))} …", highlight=False)
+        watcher.start()
+        console.print("watching for changes (Ctrl-C to stop)")
+        try:
+            while True:
+                time.sleep(3600)
+        finally:
+            watcher.stop()

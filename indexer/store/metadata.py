@@ -249,6 +249,17 @@ class MetadataStore(SqlStore):
             rows = [r for r in rows if distance_km(near.latitude, near.longitude, r[1], r[2]) <= near.km]
         return np.sort(np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows)))
 
+    def paths_under(self, folder: str) -> list[tuple[int, str]]:
+        """``(id, path)`` of the images whose file lies in ``folder`` or below (the folder watcher)."""
+        below = folder.rstrip("/") + "/"
+        column: Any = ImageRow.path.collate("C") if self.engine.dialect.name == "postgresql" else ImageRow.path
+        query = select(ImageRow.id, ImageRow.path).where(column >= below, column < below[:-1] + "0")
+        with self._sessions() as session:
+            return [(int(i), str(p)) for i, p in session.execute(query)]
+
+    def ids_under(self, folder: str) -> list[int]:
+        return [id_ for id_, _ in self.paths_under(folder)]
+
     def taken(self, ids: Sequence[int]) -> dict[int, datetime | None]:
         """Capture times of the given ids (sort=date)."""
         out: dict[int, datetime | None] = {}
