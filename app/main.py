@@ -33,7 +33,7 @@ from app import errors
 from app.body_limit import BodyLimitMiddleware
 from app.engine import Engine, load_engine
 from app.prometheus_metrics import Metrics, RequestMetricsMiddleware
-from app.routers import captions, health, images, search, tag
+from app.routers import captions, duplicates, health, images, search, tag
 from app.schemas.search import SCORE_DOC
 from app.service_settings import ServiceSettings
 from app.watching import FolderWatcher, start_watcher
@@ -41,7 +41,14 @@ from app.watching import FolderWatcher, start_watcher
 log = logging.getLogger("app")
 
 STATIC_DIR = Path(__file__).parent / "static"
-ROUTERS: list[APIRouter] = [search.router, captions.router, images.router, tag.router, health.router]
+ROUTERS: list[APIRouter] = [
+    search.router,
+    captions.router,
+    images.router,
+    duplicates.router,
+    tag.router,
+    health.router,
+]
 STARTUP_HOOKS: list[Callable[[Engine], None]] = [tag.load_tagger_component]
 EngineFactory = Callable[[ServiceSettings], Engine]
 

@@ -219,3 +219,36 @@ def watch(
                 time.sleep(3600)
         finally:
             watcher.stop()
+
+
+@app.command("duplicates")
+def duplicates(
+    threshold: float = typer.Option(
+        0.90, min=0.5, max=1.0, help="Cosine at or above which two photos are near duplicates (see README)."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print the groups as JSON."),
+) -> None:
+    """Groups of exact (same bytes) and near-duplicate (re-encoded, resized, cropped) photos."""
+    from indexer.duplicates import find_duplicates
+
+    with opened() as index:
+        groups = find_duplicates(index, threshold)
+        paths = {i: p for i, _, p in index.store.id_keys([i for g in groups for i in g.ids])}
+    rows: list[dict[str, Any]] = [
+        {
+            "kind": g.kind,
+            "images": [{"id": i, "path": paths.get(i), "score": g.scores.get(i)} for i in g.ids if i in paths],
+        }
+        for g in groups
+    ]
+    if json_out:
+        out.print_json(json.dumps({"threshold": threshold, "groups": rows}, ensure_ascii=False))
+        return
+    if not rows:
+        console.print(f"no duplicates (threshold {threshold})")
+        return
+    for number, group in enumerate(rows, start=1):
+        out.print(f"[bold]{number}. {group['kind']}[/] ({len(group['images'])} photos)", highlight=False)
+        for image in group["images"]:
+            score = f"{image['score']:.3f}" if image["score"] is not None else "same bytes"
+            out.print(f"   {image['id']:>8}  {score:>10}  {image['path']}", highlight=False)
