@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from indexer.indexer_settings import IndexerSettings
+from indexer.relevance import POOL as CUTOFF_POOL
+from indexer.relevance import cutoff_count
 from indexer.search_filters import FilterError, PhotoFilter
 
 console = Console(stderr=True)
@@ -43,6 +45,10 @@ def register(cli: typer.Typer) -> None:
         ),
         near: str | None = typer.Option(None, "--near", help="'lat,lon,km': taken within km of this place."),
         sort: str = typer.Option("score", "--sort", help="score (best first) or date (best matches, newest first)."),
+        cutoff: bool = typer.Option(
+            False, "--cutoff", help="Stop where results stop standing out from the query's score distribution."
+        ),
+        cutoff_z: float = typer.Option(1.5, "--cutoff-z", min=0.0, max=10.0, help="--cutoff: z-score to reach."),
     ) -> None:
         """Images of the index that best match QUERY (or --image), best first: rank, score, id and path.
         Filters (dates, folder, place) restrict the search itself: K results come back when K pass them."""
@@ -81,6 +87,7 @@ def register(cli: typer.Typer) -> None:
             answer: dict[str, Any]
             searched: Any = FilteredImages.of(index, where) if where.active else index
             depth = k if sort == "score" else max(k, settings.date_sort_pool)
+            depth = max(depth, CUTOFF_POOL) if cutoff else depth
             if image is not None:
                 try:
                     picture = load_image(image, max_pixels=settings.max_image_pixels)
@@ -95,8 +102,9 @@ def register(cli: typer.Typer) -> None:
                     raise fail(f"unsupported --lang {lang!r}: the text encoder supports {supported}")
                 hits = pipeline.search_texts(searched, [(text, code, depth)])[0]
                 answer = {"query": text, "lang": code, "route": pipeline.route_label(code)}
-            if sort == "date":
-                hits = by_date(index, list(hits))[:k]
+            if cutoff:
+                hits = hits[: cutoff_count([h.score for h in hits], cutoff_z)]
+            hits = by_date(index, list(hits))[:k] if sort == "date" else list(hits)[:k]
             if where.active:
                 answer["matching_images"] = len(searched.allowed)
             taken = index.store.taken([hit.id for hit in hits])

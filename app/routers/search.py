@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, status
@@ -18,6 +18,8 @@ from indexer.filtered_view import FilteredImages, by_date
 from indexer.image_index import Hit
 from indexer.query.clc import ClcError, ClcMode
 from indexer.query.language import detect_language
+from indexer.relevance import DEFAULT_Z, cutoff_count
+from indexer.relevance import POOL as CUTOFF_POOL
 from indexer.search_filters import PhotoFilter
 
 router = APIRouter(tags=["search"])
@@ -34,6 +36,20 @@ OffsetParam = Annotated[
 MinScoreParam = Annotated[
     float | None, Query(ge=-1.0, le=1.0, description="Drop results scoring below this cosine similarity.")
 ]
+CutoffParam = Annotated[
+    Literal["off", "auto"],
+    Query(
+        description="'auto': stop the results where they stop standing out from the query's own score distribution "
+        "(z-score over its best 100 candidates, per query and language; measured in benchmarks/relevance_cutoff.md)."
+    ),
+]
+CutoffZParam = Annotated[
+    float, Query(ge=0.0, le=10.0, description="cutoff=auto: the z-score a result must reach (default 1.5).")
+]
+
+
+def _cutoff(mode: str, z: float) -> float | None:
+    return z if mode == "auto" else None
 
 
 def check_page(engine: Engine, k: int, offset: int) -> None:
@@ -73,18 +89,28 @@ def _image_hits(engine: Engine, vector: np.ndarray, depth: int, allowed: np.ndar
     return engine.images.search(vector[None, :], depth, allowed=allowed)[0]
 
 
-def _depth(engine: Engine, k: int, offset: int, sort: Sort) -> int:
-    """How many hits to rank: the page's, or the pool that sort=date orders."""
-    return offset + k if sort == "score" else max(offset + k, engine.settings.date_sort_pool)
+def _depth(engine: Engine, k: int, offset: int, sort: Sort, cutoff: float | None = None) -> int:
+    """How many hits to rank: the page's, the pool that sort=date orders, the pool the cut-off measures."""
+    depth = offset + k if sort == "score" else max(offset + k, engine.settings.date_sort_pool)
+    return max(depth, CUTOFF_POOL) if cutoff is not None else depth
 
 
 Page = tuple[list[SearchResult], int | None, int]
 
 
 def _finisher(
-    engine: Engine, k: int, offset: int, min_score: float | None, sort: Sort, exclude: int | None = None
+    engine: Engine,
+    k: int,
+    offset: int,
+    min_score: float | None,
+    sort: Sort,
+    exclude: int | None = None,
+    cutoff: float | None = None,
 ) -> Callable[[list[Hit]], Page]:
     def finish(ranked: list[Hit]) -> tuple[list[SearchResult], int | None, int]:
+        if cutoff is not None:  # measured on the query's own candidates, the query image left out
+            ranked = [h for h in ranked if h.id != exclude]
+            ranked = ranked[: cutoff_count([h.score for h in ranked], cutoff)]
         if sort == "date":
             pool = [h for h in ranked if h.id != exclude and (min_score is None or h.score >= min_score)]
             return _page(engine, by_date(engine.images, pool), k, offset, None)
@@ -147,8 +173,11 @@ async def search_text(
     ] = None,
     where: FilterDep = PhotoFilter(),
     sort: SortParam = "score",
+    cutoff: CutoffParam = "off",
+    cutoff_z: CutoffZParam = DEFAULT_Z,
 ) -> SearchResponse:
     check_page(engine, k, offset)
+    z = _cutoff(cutoff, cutoff_z)
     try:
         mode = engine.pipeline.check_clc(clc)
     except ClcError as exc:
@@ -158,7 +187,8 @@ async def search_text(
     # to the thread pool cost more than the detection; queries are at most max_query_chars long).
     language = _language(engine, query, lang)
     language.gloss = engine.pipeline.gloss(query, language.used)  # dictionary lookups: microseconds
-    finish, depth = _finisher(engine, k, offset, min_score, sort), _depth(engine, k, offset, sort)
+    finish = _finisher(engine, k, offset, min_score, sort, cutoff=z)
+    depth = _depth(engine, k, offset, sort, z)
     matching = None
     if where.active:
 
@@ -184,6 +214,7 @@ async def search_text(
         offset=offset,
         min_score=min_score,
         sort=sort,
+        cutoff=z,
         filters=described(where),
         matching_images=matching,
         results=results,
@@ -208,7 +239,10 @@ async def search_image(
     min_score: MinScoreParam = None,
     where: FilterDep = PhotoFilter(),
     sort: SortParam = "score",
+    cutoff: CutoffParam = "off",
+    cutoff_z: CutoffZParam = DEFAULT_Z,
 ) -> SearchResponse:
+    z = _cutoff(cutoff, cutoff_z)
     if (file is None) == (image_id is None):
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT, "send exactly one of: an image file (field 'file') or 'image_id'"
@@ -222,8 +256,8 @@ async def search_image(
     else:
         assert file is not None
         _, vector = await upload_vector(engine, file)
-    depth = _depth(engine, k, offset, sort) + (1 if image_id is not None else 0)
-    finish = _finisher(engine, k, offset, min_score, sort, image_id)
+    depth = _depth(engine, k, offset, sort, z) + (1 if image_id is not None else 0)
+    finish = _finisher(engine, k, offset, min_score, sort, image_id, z)
 
     def search() -> tuple[tuple[list[SearchResult], int | None, int], int | None]:
         allowed = engine.images.store.filtered_ids(where) if where.active else None
@@ -237,6 +271,7 @@ async def search_image(
         offset=offset,
         min_score=min_score,
         sort=sort,
+        cutoff=z,
         filters=described(where),
         matching_images=matching,
         results=results,

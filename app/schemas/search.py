@@ -55,6 +55,9 @@ class SearchResponse(BaseModel):
     offset: int = Field(ge=0)
     min_score: float | None = Field(default=None, ge=-1, le=1)
     sort: str = Field(default="score", max_length=10, description="'score' (best first) or 'date' (newest first).")
+    cutoff: float | None = Field(
+        default=None, ge=0, le=10, description="cutoff=auto: the z-score results had to reach; null: no cut-off."
+    )
     filters: dict[str, str] | None = Field(
         default=None, description="The photo filters applied (taken_after, taken_before, folder, near), as understood."
     )
