@@ -141,3 +141,17 @@ def test_caption_source_without_english_captions_is_422(service_settings: Servic
         response = post(client, {"lang": "fr", "source": "captions"})
     assert response.status_code == 422
     assert "no" in response.json()["detail"] and "captions add" in response.json()["detail"]
+
+
+def test_tags_of_an_indexed_image(tag_client: TestClient, tmp_path: Path) -> None:
+    photo = tmp_path / "red.png"
+    photo.write_bytes(png())
+    engine = tag_client.app.state.engine  # type: ignore[attr-defined]
+    engine.images.add_paths([photo], progress=False)
+    image_id = engine.images.list()[0].id
+    by_id = tag_client.get(f"/v1/images/{image_id}/tags", params={"lang": "fr", "k": 2})
+    assert by_id.status_code == 200, by_id.text
+    uploaded = post(tag_client, {"lang": "fr", "k": 2}).json()
+    assert [t["tag"] for t in by_id.json()["fr"]] == [t["tag"] for t in uploaded["fr"]]  # the same image, same tags
+    assert tag_client.get("/v1/images/424242/tags", params={"lang": "fr"}).status_code == 404
+    assert tag_client.get(f"/v1/images/{image_id}/tags", params={"lang": "xx"}).status_code == 422

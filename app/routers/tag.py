@@ -7,6 +7,7 @@ engine's loaded image encoder, text tower and caption index; vocabularies come f
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, status
@@ -14,7 +15,8 @@ from pydantic import BaseModel, Field
 
 from app.deps import EngineDep
 from app.engine import Engine
-from app.routers.common import decode_or_422, read_upload
+from app.routers.common import ImageId, decode_or_422, read_upload, record_or_404
+from indexer.images import ImageDecodeError, load_image
 from indexer.tagging.caption_source import CaptionIndexRetriever
 from indexer.tagging.loading import load_tagger
 from indexer.tagging.tagger import Tagger, UnknownLanguageError
@@ -99,5 +101,40 @@ async def tag_upload(
     except UnknownLanguageError as exc:  # a vocabulary removed between the check and now
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     except ValueError as exc:  # e.g. source=captions without English captions in the caption index
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    return {code: [TagOut(**t.as_dict()) for t in tags] for code, tags in result.items()}  # type: ignore[arg-type]
+
+
+@router.get(
+    "/images/{image_id}/tags",
+    response_model=TagResponse,
+    summary="Tags for an indexed image in several languages",
+    description="As `POST /tag`, for an image of the index (the page's detail view).",
+)
+async def tag_indexed(
+    engine: EngineDep,
+    tagger: TaggerDep,
+    image_id: ImageId,
+    lang: Annotated[
+        str,
+        Query(min_length=2, max_length=200, description="Target languages, comma-separated: fr or fr,de."),
+    ],
+    k: Annotated[int, Query(ge=1, le=500, description="Tags per language.")] = 10,
+) -> TagResponse:
+    record = await record_or_404(engine, image_id)
+    await engine.run(tagger.refresh)
+    langs = _langs(tagger, lang)
+    if k > tagger.settings.max_k:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"k must be at most {tagger.settings.max_k} (POLYGLOT_TAG_MAX_K)"
+        )
+    side = getattr(engine.models.image_encoder, "decode_side", None)
+    try:
+        image = await engine.run(load_image, Path(record.path), engine.settings.max_image_pixels, side)
+    except ImageDecodeError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {image_id} cannot be read any more: {exc}") from None
+    try:
+        result = await engine.run(tagger.tag, image, langs, k, None)
+    except (UnknownLanguageError, ValueError) as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     return {code: [TagOut(**t.as_dict()) for t in tags] for code, tags in result.items()}  # type: ignore[arg-type]
