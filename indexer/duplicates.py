@@ -19,7 +19,7 @@ import numpy as np
 
 from indexer.image_index import ImageIndex
 
-DEFAULT_THRESHOLD = 0.90
+DEFAULT_THRESHOLD = 0.85
 NEIGHBOURS = 8
 BATCH = 2_048
 

@@ -71,14 +71,14 @@ def test_url_state_filters_detail_view_and_back_button(live_server: str, pages) 
     # Sort by date: a new history entry; the cards come newest first.
     page.select_option("#sort", "date")
     page.wait_for_function("location.search.includes('sort=date')")
-    page.wait_for_function("document.querySelector('.card .date').textContent === '2024-10-28'")
+    page.wait_for_function("document.querySelector('.card .date').textContent === '2024-10-22'")
     dates = page.locator(".card .date").all_inner_texts()
     assert dates == sorted(dates, reverse=True)
     # Detail view: EXIF facts, tags (or why there are none), "photo" in the URL.
     page.locator(".card").first.click()
     page.wait_for_selector("#detail-facts dt")
     facts = page.inner_text("#detail-facts")
-    assert "2024-10-28 12:00:00" in facts and "Apple iPhone 15" in facts and "38.72230, -9.13930" in facts
+    assert "2024-10-22 12:00:00" in facts and "Apple iPhone 15" in facts and "38.72230, -9.13930" in facts
     assert "Lisbon" in facts and "96 × 72 px" in facts
     page.wait_for_function("document.getElementById('detail-tags').textContent.length > 0")
     assert "photo" in _query(page)

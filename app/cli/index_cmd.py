@@ -224,7 +224,7 @@ def watch(
 @app.command("duplicates")
 def duplicates(
     threshold: float = typer.Option(
-        0.90, min=0.5, max=1.0, help="Cosine at or above which two photos are near duplicates (see README)."
+        0.85, min=0.5, max=1.0, help="Cosine at or above which two photos are near duplicates (see README)."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the groups as JSON."),
 ) -> None:
