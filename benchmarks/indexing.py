@@ -205,6 +205,12 @@ def main() -> None:
         help="Decode at the encoder's size (default since issue 27) and/or at full size (POLYGLOT_DECODE_FULL_SIZE).",
     )
     parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="Runs of each configuration, interleaved (a shared machine: compare the best).",
+    )
+    parser.add_argument(
         "--upscale",
         default=None,
         help="WxH: re-encode the sampled photos at this size (JPEG q90) first, e.g. 4000x3000 for 12-Mpx phone photos.",
@@ -222,7 +228,7 @@ def main() -> None:
     try:
         for name in args.encoders:
             for backend in args.backends:
-                for decode in args.decodes:
+                for decode in [d for _ in range(args.repeats) for d in args.decodes]:
                     print(f"benchmarking {name} ({backend}, {decode} decode) on {len(sample)} photos …", flush=True)
                     results.append(bench_encoder(name, sample, args.batch_size, backend, decode))
                     print(json.dumps(results[-1]), flush=True)
