@@ -17,6 +17,7 @@ import argparse
 import io
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from datetime import datetime, timedelta
@@ -38,7 +39,7 @@ def make_library(folder: Path, count: int) -> list[Path]:
     out = []
     for number, name in enumerate(dev):
         place = list(PLACES)[number % 3]
-        taken = datetime(2023, 1, 1, 10) + timedelta(days=number * 6, hours=number % 9)
+        taken = datetime(2023, 1, 1, 10) + timedelta(days=number * 3, hours=number % 9)
         exif = exif_bytes(taken=taken, offset="+01:00", gps=PLACES[place], make="Apple", model="iPhone 15")
         target = folder / str(taken.year) / place / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -72,6 +73,17 @@ def main() -> None:
         with ImageIndex.open(settings) as index:
             print("indexed", index.add_paths(photos, progress=False).added, flush=True)
         index_dev_captions(args.captions_dir, None)
+        # A French tag vocabulary from the dev captions, for the detail view's tags.
+        french = scratch / "fr.jsonl"
+        french.write_text(
+            "".join(
+                line + "\n" for line in (DATA / "captions.jsonl").read_text().splitlines() if '"lang": "fr"' in line
+            )
+        )
+        vocab_env = {**os.environ, "POLYGLOT_INDEX_DIR": str(scratch / "index")}
+        polyglot = str(Path(sys.executable).parent / "polyglot")
+        command = [polyglot, "tags", "vocab", "build", "--lang", "fr", "--max-words", "3000"]
+        subprocess.run([*command, str(french)], check=True, env=vocab_env, cwd=ROOT)
         env = {
             **os.environ,
             "POLYGLOT_CAPTIONS_DIR": str(args.captions_dir),
@@ -97,7 +109,7 @@ def main() -> None:
                 page.wait_for_function("document.getElementById('detail-image').complete")
                 shoot(page, args.out_dir / "screenshot-library-detail.jpg")
                 phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
-                phone.goto(url + "/" + query)
+                phone.goto(url + "/" + query + "&cutoff=auto")
                 phone.wait_for_selector(".card")
                 phone.wait_for_function(
                     "[...document.querySelectorAll('.card img')].slice(0, 8).every(i => i.complete)"

@@ -8,11 +8,11 @@ The indexer writes them from the reduced decode it makes for the encoder (issue 
 from __future__ import annotations
 
 import io
+import os
+import threading
 from pathlib import Path
 
 from PIL import Image
-
-from indexer.atomic import atomic_write_bytes
 
 QUALITY = 85
 
@@ -38,9 +38,19 @@ def thumbnail_bytes(image: Image.Image, size: int) -> bytes:
 
 
 def write_thumbnail(cache_dir: Path, sha256: str, image: Image.Image, size: int) -> Path:
+    """Write the thumbnail unless it exists: a temporary file renamed into place (readers never see half a file).
+    Not fsynced: it is a cache, remade on request if a crash loses it, and an fsync per photo would cost indexing
+    more than the thumbnail itself."""
     target = thumbnail_path(cache_dir, sha256, size)
-    if not target.is_file():
-        atomic_write_bytes(target, thumbnail_bytes(image, size))
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        temporary.write_bytes(thumbnail_bytes(image, size))
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
     return target
 
 
