@@ -41,14 +41,7 @@ from app.watching import FolderWatcher, start_watcher
 log = logging.getLogger("app")
 
 STATIC_DIR = Path(__file__).parent / "static"
-ROUTERS: list[APIRouter] = [
-    search.router,
-    captions.router,
-    images.router,
-    duplicates.router,
-    tag.router,
-    health.router,
-]
+ROUTERS: list[APIRouter] = [search.router, captions.router, images.router, duplicates.router, tag.router, health.router]
 STARTUP_HOOKS: list[Callable[[Engine], None]] = [tag.load_tagger_component]
 EngineFactory = Callable[[ServiceSettings], Engine]
 
