@@ -158,7 +158,7 @@ class IndexCore(ABC):
             image = (decoded or {}).get(sha)
             if image is None:
                 try:
-                    image = decode_image(item.data, self.settings.max_image_pixels, self._decode_side())
+                    image = decode_image(item.data, max_pixels=self.settings.max_image_pixels, min_side=self._decode_side())
                 except ImageDecodeError as exc:
                     prepared.broken[sha] = str(exc)
                     continue
