@@ -34,16 +34,17 @@ from app.body_limit import BodyLimitMiddleware
 from app.body_timeout import BodyTimeoutMiddleware
 from app.engine import Engine, load_engine
 from app.prometheus_metrics import Metrics, RequestMetricsMiddleware
-from app.routers import captions, health, images, search, tag
+from app.routers import captions, duplicates, health, images, search, tag
 from app.schemas.errors import apply_limits, document_errors
 from app.schemas.search import SCORE_DOC
 from app.security_headers import SecurityHeadersMiddleware
 from app.service_settings import ServiceSettings
+from app.watching import FolderWatcher, start_watcher
 
 log = logging.getLogger("app")
 
 STATIC_DIR = Path(__file__).parent / "static"
-ROUTERS: list[APIRouter] = [search.router, captions.router, images.router, tag.router, health.router]
+ROUTERS: list[APIRouter] = [search.router, captions.router, images.router, duplicates.router, tag.router, health.router]
 STARTUP_HOOKS: list[Callable[[Engine], None]] = [tag.load_tagger_component]
 EngineFactory = Callable[[ServiceSettings], Engine]
 
@@ -64,12 +65,14 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = await anyio.to_thread.run_sync(factory, settings)
+        watcher: FolderWatcher | None = None
         try:
             for hook in STARTUP_HOOKS:
                 await anyio.to_thread.run_sync(hook, engine)
             for component, seconds in engine.load_seconds.items():
                 metrics.load_seconds.labels(component).set(seconds)
             await engine.start()
+            watcher = start_watcher(engine) if settings.watch_dirs else None  # serve --watch (issue 27)
             # Models, indexes and vocabularies are millions of long-lived objects: move them out of the garbage
             # collector's generations, or every full collection walks them all (~0.2 s pauses under load).
             gc.collect()
@@ -78,6 +81,8 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
             yield
         finally:
             app.state.engine = None
+            if watcher is not None:
+                await anyio.to_thread.run_sync(watcher.stop)
             await engine.stop()
             await anyio.to_thread.run_sync(engine.close)
 

@@ -25,6 +25,9 @@ from contextlib import contextmanager
 
 from PIL import Image
 
+from indexer.images import register_formats
+from indexer.raw_preview import raw_preview
+
 _TRIM_ABOVE = 4_000_000  # pixels: trimming costs ~ms, worth it only after a large image
 _libc = None
 try:  # glibc only; elsewhere the allocator's own policy applies
@@ -35,11 +38,15 @@ except (OSError, AttributeError):
 
 
 def header_pixels(data: bytes) -> int:
-    """Width × height from the image header (no decoding); 0 when it is not an image (the decoder will say why)."""
+    """Width × height from the image header (no decoding); 0 when it is not an image (the decoder will say why).
+    A camera RAW counts its embedded preview (what :func:`indexer.images.decode_image` decodes); HEIC/AVIF open
+    through pillow-heif."""
     try:
+        register_formats()
+        preview = raw_preview(data)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as image:
+            with Image.open(io.BytesIO(preview[0] if preview else data)) as image:
                 width, height = image.size
     except Exception:
         return 0

@@ -6,6 +6,8 @@
   indexed ones (the bytes are read once, checked, and served from memory: no window in which the file can be
   swapped between the check and the answer). The ``Content-Type`` is the detected image format's MIME type,
   only ``image/*`` (never SVG, which is active content), never derived from the file name.
+* :func:`verified_bytes`: the same checks without the media type, for what the service decodes itself from an
+  indexed file in any format the indexer reads (HEIC, camera RAW): thumbnails and ``GET /images/{id}/tags``.
 * :func:`allowed_path`: an admin "server path" must resolve to an existing image file inside the allowed roots
   (``POLYGLOT_ALLOWED_ROOTS``, default the served photo folder); every refusal is the same message, so answers
   reveal nothing about files outside them.
@@ -62,6 +64,16 @@ def verified_image(record: ImageRecord, roots: list[Path], roots_configured: obj
 
     ``roots``: the photo roots (and the uploads folder); they are enforced when ``roots_configured`` is truthy or
     the file is an upload; otherwise the stored path must simply still be its own real path."""
+    data = verified_bytes(record, roots, roots_configured)
+    media_type = image_media_type(data)
+    if media_type is None:
+        raise ServedFileError("its file is not in an image format the server serves; use its thumbnail")
+    return data, media_type
+
+
+def verified_bytes(record: ImageRecord, roots: list[Path], roots_configured: object) -> bytes:
+    """The indexed bytes of ``record`` (same checks as :func:`verified_image`, any format: a camera RAW the
+    browser cannot show still makes a thumbnail and tags), or :class:`ServedFileError`."""
     stored = Path(record.path)
     try:
         real = Path(os.path.realpath(stored))
@@ -82,10 +94,7 @@ def verified_image(record: ImageRecord, roots: list[Path], roots_configured: obj
         data = handle.read(record.bytes + 1)
     if len(data) != record.bytes or hashlib.sha256(data).hexdigest() != record.sha256:
         raise ServedFileError("its file changed since it was indexed (content); re-index it")
-    media_type = image_media_type(data)
-    if media_type is None:
-        raise ServedFileError("its file is not in an image format the server serves; use its thumbnail")
-    return data, media_type
+    return data
 
 
 def allowed_path(raw: str, roots: list[Path]) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 
 from indexer.indexer_settings import IndexerSettings
+from indexer.thumbnails import thumbnails_dir
 
 
 class ServiceSettings(IndexerSettings):
@@ -46,7 +47,6 @@ class ServiceSettings(IndexerSettings):
     images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")
     captions_file: Path | None = Field(default=None, description="JSONL captions indexed by `serve` if new.")
     max_captions: int = Field(default=20, ge=1, le=200, description="Most captions per language in /captions.")
-    thumbnail_size: int = Field(default=256, ge=32, le=1024, description="Longest side of thumbnails (pixels).")
     log_requests: bool = Field(default=False, description="One structured log line per request (at debug level).")
     outage_retry_after_seconds: int = Field(
         default=5,
@@ -88,14 +88,15 @@ class ServiceSettings(IndexerSettings):
 
     def served_roots(self, index_dir: Path) -> list[Path]:
         """Folders whose files may be indexed by server path and served: POLYGLOT_ALLOWED_ROOTS, else the served
-        photo folder; always the index's own uploads. Resolved (symlinks in the roots themselves are followed once,
-        here)."""
+        photo folder and the watched folders (``serve --watch``); always the index's own uploads. Resolved (symlinks
+        in the roots themselves are followed once, here)."""
         roots = list(self.allowed_roots) if self.allowed_roots is not None else []
-        if self.allowed_roots is None and self.images_dir is not None:
-            roots.append(self.images_dir)
+        if self.allowed_roots is None:
+            roots += [self.images_dir] if self.images_dir is not None else []
+            roots += [folder for folder in self.watch_dirs if folder not in roots]
         roots.append(index_dir / "uploads")
         return [root.expanduser().resolve() for root in roots]
 
     @property
     def thumbnails_dir(self) -> Path:
-        return self.resolved_cache_dir / "thumbnails"
+        return thumbnails_dir(self.resolved_cache_dir)

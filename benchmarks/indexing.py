@@ -3,6 +3,9 @@
 Run from the repository root (results go to benchmarks/indexing.md)::
 
     .venv/bin/python benchmarks/indexing.py --sample 300
+    # issue 27: phone-sized photos (dev photos upscaled to 4000×3000, JPEG q90), reduced against full decoding
+    .venv/bin/python benchmarks/indexing.py --sample 120 --upscale 4000x3000 --encoders efficientnet-lite2 \
+        --backends onnx --decodes reduced full --skip-open --out benchmarks/indexing-12mpx.md
 
 * indexing: ``ImageIndex.add_paths`` on ``--sample`` photos into a fresh index with a fresh (empty) features
   cache: read + sha256 + decode + preprocess + CNN + SQL + FAISS, i.e. what ``polyglot index add`` does;
@@ -39,9 +42,15 @@ DEFAULT_IMAGES = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k
 
 
 def settings_for(
-    root: Path, encoder: str, batch_size: int, cache_dir: Path | None = None, backend: str = "auto"
+    root: Path,
+    encoder: str,
+    batch_size: int,
+    cache_dir: Path | None = None,
+    backend: str = "auto",
+    decode: str = "reduced",
 ) -> IndexerSettings:
     return IndexerSettings(
+        decode_full_size=decode == "full",
         home=root,
         index_dir=root / "index",
         cache_dir=cache_dir or root / "cache",
@@ -52,11 +61,12 @@ def settings_for(
     )
 
 
-def bench_encoder(name: str, photos: list[Path], batch_size: int, backend: str) -> dict[str, Any]:
-    result: dict[str, Any] = {"encoder": name, "images": len(photos), "batch_size": batch_size}
+def bench_encoder(name: str, photos: list[Path], batch_size: int, backend: str, decode: str) -> dict[str, Any]:
+    result: dict[str, Any] = {"encoder": name, "images": len(photos), "batch_size": batch_size, "decode": decode}
     root = Path(tempfile.mkdtemp(prefix="bench-index-"))
     try:
-        index = ImageIndex.open(settings_for(root, name, batch_size, backend=backend), image_space=ImageSpace("l2"))
+        settings = settings_for(root, name, batch_size, backend=backend, decode=decode)
+        index = ImageIndex.open(settings, image_space=ImageSpace("l2"))
         encoder: Any = index.encoder
         result["backend"] = getattr(encoder, "backend", "torch")
         encoder.load()  # model loading is a one-off cost, not throughput
@@ -73,9 +83,10 @@ def bench_encoder(name: str, photos: list[Path], batch_size: int, backend: str) 
         result["memory_bytes_per_image"] = index.stats()["memory_bytes_per_image"]
         index.close()
 
+        side = None if decode == "full" else index._decode_side()
         start = time.perf_counter()
         for path in photos:
-            encoder.prepare(decode_image(path.read_bytes()))
+            encoder.prepare(decode_image(path.read_bytes(), min_side=side))
         result["decode_preprocess_images_per_s"] = len(photos) / (time.perf_counter() - start)
 
         # The ceiling: the network alone on ready pixels, same batch size, same session and threads.
@@ -90,6 +101,20 @@ def bench_encoder(name: str, photos: list[Path], batch_size: int, backend: str) 
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return result
+
+
+def upscaled(photos: list[Path], size: str, folder: Path) -> list[Path]:
+    """The photos re-encoded at ``size`` (bicubic, JPEG q90): stand-ins for phone photos of that size."""
+    from PIL import Image
+
+    width, height = (int(part) for part in size.lower().split("x"))
+    out = []
+    for number, path in enumerate(photos):
+        target = folder / f"{number:05d}_{path.stem}.jpg"
+        with Image.open(path) as image:
+            image.convert("RGB").resize((width, height), Image.Resampling.BICUBIC).save(target, quality=90)
+        out.append(target)
+    return out
 
 
 def bench_open(name: str, photos: list[Path], batch_size: int, cache_dir: Path, repeats: int = 5) -> dict[str, Any]:
@@ -136,13 +161,14 @@ def markdown(results: list[dict[str, Any]], opened: dict[str, Any] | None, comma
         f"(1 min) {load_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs. When the load exceeds the CPU count, other jobs shared "
         "the cores during the run: absolute numbers are then pessimistic and the ratios more telling.",
         "",
-        "| encoder | backend | images | batch | indexing img/s (decode incl.) | decode+preprocess img/s "
+        "| encoder | backend | decode | images | batch | indexing img/s (decode incl.) | decode+preprocess img/s "
         "| model-only img/s | FAISS bytes/img | SQLite bytes/img | memory bytes/img |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         lines.append(
-            f"| {r['encoder']} | {r['backend']} | {r['images']} | {r['batch_size']} | {r['index_images_per_s']:.1f} "
+            f"| {r['encoder']} | {r['backend']} | {r.get('decode', 'full')} | {r['images']} | {r['batch_size']} "
+            f"| {r['index_images_per_s']:.1f} "
             f"| {r['decode_preprocess_images_per_s']:.1f} | {r['model_images_per_s']:.1f} "
             f"| {r['faiss_bytes_per_image']:.0f} | {r['sqlite_bytes_per_image']:.0f} | {r['memory_bytes_per_image']:.0f} |"
         )
@@ -171,18 +197,43 @@ def main() -> None:
     parser.add_argument("--open-encoder", default="efficientnet-lite2")
     parser.add_argument("--open-cache-dir", type=Path, default=Path("var/cache"), help="Features cache to reuse.")
     parser.add_argument("--skip-open", action="store_true")
+    parser.add_argument(
+        "--decodes",
+        nargs="+",
+        default=["reduced"],
+        choices=["reduced", "full"],
+        help="Decode at the encoder's size (default since issue 27) and/or at full size (POLYGLOT_DECODE_FULL_SIZE).",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="Runs of each configuration, interleaved (a shared machine: compare the best).",
+    )
+    parser.add_argument(
+        "--upscale",
+        default=None,
+        help="WxH: re-encode the sampled photos at this size (JPEG q90) first, e.g. 4000x3000 for 12-Mpx phone photos.",
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("indexing.md"))
     args = parser.parse_args()
 
     load_start = os.getloadavg()[0]
     photos = expand_sources([args.images]).paths
     sample = [photos[i] for i in np.random.default_rng(0).choice(len(photos), args.sample, replace=False)]
+    scratch = Path(tempfile.mkdtemp(prefix="bench-photos-"))
+    if args.upscale:
+        sample = upscaled(sample, args.upscale, scratch)
     results = []
-    for name in args.encoders:
-        for backend in args.backends:
-            print(f"benchmarking {name} ({backend}) on {len(sample)} photos …", flush=True)
-            results.append(bench_encoder(name, sample, args.batch_size, backend))
-            print(json.dumps(results[-1]), flush=True)
+    try:
+        for name in args.encoders:
+            for backend in args.backends:
+                for decode in [d for _ in range(args.repeats) for d in args.decodes]:
+                    print(f"benchmarking {name} ({backend}, {decode} decode) on {len(sample)} photos …", flush=True)
+                    results.append(bench_encoder(name, sample, args.batch_size, backend, decode))
+                    print(json.dumps(results[-1]), flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     opened = None
     if not args.skip_open:
         print(f"building and opening an index of {len(photos)} photos …", flush=True)

@@ -42,6 +42,7 @@ from indexer.indexer_settings import IndexerSettings
 from indexer.store import opening
 from indexer.store.core import DB_NAME, AddReport, IndexCore, Prepared
 from indexer.store.failures import BackendUnavailableError, DiskFullError, translated
+from indexer.store.filtered import filtered_search
 from indexer.store.index_kinds import choose_kind
 from indexer.store.index_stats import index_stats
 from indexer.store.ingest import FileBatch, Item, read_files, upload_suffix
@@ -132,15 +133,21 @@ class ImageIndex(IndexCore):
         return self.sidecar.dim
 
     # ------------------------------------------------------------------ reading
-    def search(self, vectors: np.ndarray, k: int, offset: int = 0) -> builtins.list[builtins.list[Hit]]:
-        """Best ``k`` hits per query row after skipping ``offset``, best first."""
+    def search(
+        self, vectors: np.ndarray, k: int, offset: int = 0, allowed: np.ndarray | None = None
+    ) -> builtins.list[builtins.list[Hit]]:
+        """Best ``k`` hits per query row after skipping ``offset``, best first; ``allowed``: only these ids
+        (a filter, applied inside the search: :mod:`indexer.store.filtered`)."""
         queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         if self.dim is not None and queries.shape[1] != self.dim:
             raise ValueError(f"query vectors have {queries.shape[1]} dimensions; the index stores {self.dim}")
         with self._rw.read():
             if self._vectors is None or k <= 0:
                 return [[] for _ in range(len(queries))]
-            results = self._vectors.search(queries, k + max(0, offset))
+            if allowed is not None:
+                results = filtered_search(self._vectors, queries, k + max(0, offset), allowed)
+            else:
+                results = self._vectors.search(queries, k + max(0, offset))
         return [
             [Hit(i, s) for i, s in zip(r.ids, r.scores, strict=True)][max(0, offset) : max(0, offset) + k]
             for r in results

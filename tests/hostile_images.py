@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import photo_samples as samples
 from PIL import Image
 
 
@@ -108,6 +109,7 @@ def cases() -> list[tuple[Case, bytes]]:
     animated_webp = _save(_frames((1, 1), 2)[0], "WEBP", save_all=True, append_images=_frames((1, 1), 2)[1:])
     good_png = _save(_random((64, 64), 1), "PNG")
     good_jpeg = _save(_random((64, 64), 2), "JPEG", quality=90)
+    good_heic, good_avif = samples.heic((96, 64)), samples.avif((96, 64))
     return [
         # The issue's cases: thin PNGs whose resizing asked for 27 GB (and 1×64,000,000: inside the pixel limit).
         (Case("thin_1x100000.png", "refused", "aspect ratio"), hand_png(1, 100_000)),
@@ -155,9 +157,30 @@ def cases() -> list[tuple[Case, bytes]]:
             Case("multipage.tif", "ok", ""),
             _save(_frames((32, 24), 3)[0], "TIFF", save_all=True, append_images=_frames((32, 24), 3)[1:]),
         ),
+        # Issue 27's formats, under the same limits: HEIC (pillow-heif), AVIF, camera RAW through its preview.
+        (Case("phone.heic", "ok", ""), good_heic),
+        (Case("photo.avif", "ok", ""), good_avif),
+        (Case("camera.dng", "ok", ""), samples.dng(samples.jpeg((120, 90)), orientation=6)),
+        (Case("ifd_loop.dng", "ok", ""), samples.dng(samples.jpeg((120, 90)), loop=True)),
+        (Case("wide_2100x100.heic", "refused", "aspect ratio"), samples.heic((2100, 100))),
+        (Case("huge_preview_60000x60000.dng", "refused", "too large"), samples.dng(_claiming(60_000, 60_000))),
+        (
+            Case("preview_out_of_file.dng", "refused", "corrupt"),
+            samples.dng(samples.jpeg(), preview_offset_delta=10**6),
+        ),
+        (Case("truncated.heic", "refused", "not an image"), good_heic[: len(good_heic) // 2]),
+        (Case("truncated.avif", "refused", "not an image"), good_avif[: len(good_avif) // 2]),
         (Case("truncated.png", "refused", "corrupt"), good_png[: len(good_png) // 2]),
         (Case("truncated.jpg", "refused", "corrupt"), good_jpeg[: len(good_jpeg) // 2]),
     ]
+
+
+def _claiming(width: int, height: int) -> bytes:
+    """A small baseline JPEG whose frame header claims ``width``×``height``."""
+    data = bytearray(samples.jpeg((64, 48)))
+    at = data.index(b"\xff\xc0")
+    data[at + 5 : at + 9] = struct.pack(">HH", height, width)
+    return bytes(data)
 
 
 def _gif_screen(width: int, height: int) -> bytes:

@@ -59,8 +59,8 @@ def pending(monkeypatch: pytest.MonkeyPatch) -> Pending:
     counter = Pending()
     original = core.decode_image
 
-    def counted(data: bytes, max_pixels: int = 0) -> Image.Image:
-        image = original(data, max_pixels=max_pixels)
+    def counted(data: bytes, max_pixels: int = 0, min_side: int | None = None) -> Image.Image:
+        image = original(data, max_pixels=max_pixels, min_side=min_side)
         counter.change(+1)
         return image
 

@@ -141,3 +141,38 @@ def test_caption_source_without_english_captions_is_422(service_settings: Servic
         response = post(client, {"lang": "fr", "source": "captions"})
     assert response.status_code == 422
     assert "no" in response.json()["detail"] and "captions add" in response.json()["detail"]
+
+
+def test_tags_of_an_indexed_image(tag_client: TestClient, tmp_path: Path) -> None:
+    photo = tmp_path / "red.png"
+    photo.write_bytes(png())
+    engine = tag_client.app.state.engine  # type: ignore[attr-defined]
+    engine.images.add_paths([photo], progress=False)
+    image_id = engine.images.list()[0].id
+    by_id = tag_client.get(f"/v1/images/{image_id}/tags", params={"lang": "fr", "k": 2})
+    assert by_id.status_code == 200, by_id.text
+    uploaded = post(tag_client, {"lang": "fr", "k": 2}).json()
+    assert [t["tag"] for t in by_id.json()["fr"]] == [t["tag"] for t in uploaded["fr"]]  # the same image, same tags
+    assert tag_client.get("/v1/images/424242/tags", params={"lang": "fr"}).status_code == 404
+    assert tag_client.get(f"/v1/images/{image_id}/tags", params={"lang": "xx"}).status_code == 422
+
+
+def test_tags_of_an_indexed_image_read_its_verified_file(tag_client: TestClient, tmp_path: Path) -> None:
+    """The merged issues 24 + 27: ``GET /images/{id}/tags`` reads the file as ``GET /images/{id}`` serves it
+    (size and sha256 as indexed, no symlink out), and a thumbnail still comes from the indexed bytes."""
+    engine = tag_client.app.state.engine  # type: ignore[attr-defined]
+    changed, linked = tmp_path / "changed.png", tmp_path / "linked.png"
+    changed.write_bytes(png((20, 200, 20)))
+    linked.write_bytes(png((20, 20, 200)))
+    engine.images.add_paths([changed, linked], progress=False)
+    ids = {Path(r.path).name: r.id for r in engine.images.list()}
+    for name in ids:
+        assert tag_client.get(f"/v1/images/{ids[name]}/tags", params={"lang": "fr", "k": 2}).status_code == 200
+    changed.write_bytes(png((200, 200, 20), size=(41, 30)))  # another picture under the indexed name
+    linked.unlink()
+    linked.symlink_to("/etc/passwd")
+    for name in ids:
+        refused = tag_client.get(f"/v1/images/{ids[name]}/tags", params={"lang": "fr", "k": 2})
+        assert refused.status_code == 404, refused.text
+        assert "cannot be read" in refused.json()["detail"]
+        assert b"root:" not in tag_client.get(f"/v1/images/{ids[name]}/thumbnail").content

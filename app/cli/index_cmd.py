@@ -193,3 +193,69 @@ def rebuild(quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress
             f"rebuilt {report.added} vectors ({index.stats()['index_type']}); dropped {len(report.failed)} "
             "unreadable images"
         )
+
+
+@app.command("watch")
+def watch(
+    folders: list[Path] = typer.Argument(..., help="Folders to keep in sync with the index (recursive)."),
+    settle: float = typer.Option(1.0, min=0.05, max=600, help="Seconds of quiet before changes are applied."),
+) -> None:
+    """Index the folders, then keep the index in sync as photos are added, changed, moved or deleted (until
+    Ctrl-C). Each batch of changes is committed like `index add`: stopping it at any point loses nothing."""
+    import time
+
+    from indexer.watch import FolderWatcher, SyncReport
+
+    for folder in folders:
+        if not folder.is_dir():
+            raise fail(f"{folder}: not a folder")
+
+    def show(report: SyncReport, _removed: list[int]) -> None:
+        failed = f", failed {len(report.failed)}" if report.failed else ""
+        console.print(f"added {report.added}, removed {report.removed}{failed}", highlight=False)
+        for path, reason in report.failed[:5]:
+            console.print(f"  [yellow]skipped[/] {path}: {reason}", highlight=False)
+
+    with opened(create=True) as index:
+        watcher = FolderWatcher(index, folders, settle=settle, on_change=show)
+        console.print(f"catching up with {', '.join(map(str, watcher.folders))} …", highlight=False)
+        watcher.start()
+        console.print("watching for changes (Ctrl-C to stop)")
+        try:
+            while True:
+                time.sleep(3600)
+        finally:
+            watcher.stop()
+
+
+@app.command("duplicates")
+def duplicates(
+    threshold: float = typer.Option(
+        0.85, min=0.5, max=1.0, help="Cosine at or above which two photos are near duplicates (see README)."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print the groups as JSON."),
+) -> None:
+    """Groups of exact (same bytes) and near-duplicate (re-encoded, resized, cropped) photos."""
+    from indexer.duplicates import find_duplicates
+
+    with opened() as index:
+        groups = find_duplicates(index, threshold)
+        paths = {i: p for i, _, p in index.store.id_keys([i for g in groups for i in g.ids])}
+    rows: list[dict[str, Any]] = [
+        {
+            "kind": g.kind,
+            "images": [{"id": i, "path": paths.get(i), "score": g.scores.get(i)} for i in g.ids if i in paths],
+        }
+        for g in groups
+    ]
+    if json_out:
+        out.print_json(json.dumps({"threshold": threshold, "groups": rows}, ensure_ascii=False))
+        return
+    if not rows:
+        console.print(f"no duplicates (threshold {threshold})")
+        return
+    for number, group in enumerate(rows, start=1):
+        out.print(f"[bold]{number}. {group['kind']}[/] ({len(group['images'])} photos)", highlight=False)
+        for image in group["images"]:
+            score = f"{image['score']:.3f}" if image["score"] is not None else "same bytes"
+            out.print(f"   {image['id']:>8}  {score:>10}  {image['path']}", highlight=False)

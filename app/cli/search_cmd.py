@@ -16,6 +16,9 @@ from rich.console import Console
 from rich.table import Table
 
 from indexer.indexer_settings import IndexerSettings
+from indexer.relevance import POOL as CUTOFF_POOL
+from indexer.relevance import cutoff_count
+from indexer.search_filters import FilterError, PhotoFilter
 
 console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 out = Console()
@@ -34,8 +37,23 @@ def register(cli: typer.Typer) -> None:
         image: Path | None = typer.Option(None, "--image", help="Search by this image instead of a text."),
         k: int = typer.Option(10, "--k", min=1, max=1000, help="Results to show."),
         json_out: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+        taken_after: str | None = typer.Option(None, "--taken-after", help="Taken on/after this ISO 8601 date(-time)."),
+        taken_before: str | None = typer.Option(
+            None, "--taken-before", help="Taken on/before this ISO 8601 date (whole day) or date-time."
+        ),
+        folder: str | None = typer.Option(
+            None, "--folder", help="An absolute folder (and below), or a folder name anywhere in the path."
+        ),
+        near: str | None = typer.Option(None, "--near", help="'lat,lon,km': taken within km of this place."),
+        sort: str = typer.Option("score", "--sort", help="score (best first) or date (best matches, newest first)."),
+        cutoff: bool = typer.Option(
+            False, "--cutoff", help="Stop where results stop standing out from the query's score distribution."
+        ),
+        cutoff_z: float = typer.Option(1.5, "--cutoff-z", min=0.0, max=10.0, help="--cutoff: z-score to reach."),
     ) -> None:
-        """Images of the index that best match QUERY (or --image), best first: rank, score, id and path."""
+        """Images of the index that best match QUERY (or --image), best first: rank, score, id and path.
+        Filters (dates, folder, place) restrict the search itself: K results come back when K pass them."""
+        from indexer.filtered_view import FilteredImages, by_date
         from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
         from indexer.images import ImageDecodeError, load_image
         from indexer.query import ModelsError, QueryPipeline, load_models
@@ -49,6 +67,12 @@ def register(cli: typer.Typer) -> None:
             raise fail("empty query: give some text to look for")
         if image is not None and not image.is_file():
             raise fail(f"no such image file: {image}")
+        if sort not in ("score", "date"):
+            raise fail(f"--sort must be 'score' or 'date', not {sort!r}")
+        try:
+            where = PhotoFilter.parse(taken_after, taken_before, folder, near)
+        except FilterError as exc:
+            raise fail(str(exc)) from None
         settings = IndexerSettings()
         try:
             models = load_models(settings)
@@ -62,33 +86,50 @@ def register(cli: typer.Typer) -> None:
             if len(index) == 0:
                 raise fail(f"the index in {settings.resolved_index_dir} is empty: run `polyglot index add PATH...`")
             answer: dict[str, Any]
+            searched: Any = FilteredImages.of(index, where) if where.active else index
+            depth = k if sort == "score" else max(k, settings.date_sort_pool)
+            depth = max(depth, CUTOFF_POOL) if cutoff else depth
             if image is not None:
                 try:
                     picture = load_image(image, max_pixels=settings.max_image_pixels)
                 except ImageDecodeError as exc:
                     raise fail(f"{image}: {exc}") from None
-                hits = index.search(pipeline.embed_images([picture]), k)[0]
+                hits = searched.search(pipeline.embed_images([picture]), depth)[0]
                 answer = {"image": str(image)}
             else:
                 code = lang.strip().lower() if lang else detect_language(text)[0]
                 if lang and not pipeline.supports(code or ""):
                     supported = ", ".join(pipeline.languages or [])
                     raise fail(f"unsupported --lang {lang!r}: the text encoder supports {supported}")
-                hits = pipeline.search_texts(index, [(text, code, k)])[0]
+                hits = pipeline.search_texts(searched, [(text, code, depth)])[0]
                 answer = {"query": text, "lang": code, "model": models.label}
+            if cutoff:
+                hits = hits[: cutoff_count([h.score for h in hits], cutoff_z)]
+            hits = by_date(index, list(hits))[:k] if sort == "date" else list(hits)[:k]
+            if where.active:
+                answer["matching_images"] = len(searched.allowed)
+            taken = index.store.taken([hit.id for hit in hits])
             paths = {i: path for i, _, path in index.store.id_keys([hit.id for hit in hits])}  # one query
         finally:
             index.close()
         rows = [
-            {"rank": rank, "score": round(float(hit.score), 4), "id": hit.id, "path": paths[hit.id]}
+            {
+                "rank": rank,
+                "score": round(float(hit.score), 4),
+                "id": hit.id,
+                "path": paths[hit.id],
+                "taken_at": taken[hit.id].isoformat() if taken.get(hit.id) else None,  # type: ignore[union-attr]
+            }
             for rank, hit in enumerate((h for h in hits if h.id in paths), start=1)
         ]
         if json_out:
             out.print_json(json.dumps({**answer, "results": rows}, ensure_ascii=False))
             return
         title = f"{answer.get('query') or answer.get('image')}" + (f" ({answer['lang']})" if answer.get("lang") else "")
-        table = Table("rank", "score", "id", title=title)
+        table = Table("rank", "score", "id", "taken", title=title)
         table.add_column("path", overflow="fold")  # a path is what the user copies: never cut it
         for row in rows:
-            table.add_row(str(row["rank"]), f"{row['score']:.3f}", str(row["id"]), str(row["path"]))
+            table.add_row(
+                str(row["rank"]), f"{row['score']:.3f}", str(row["id"]), str(row["taken_at"] or ""), str(row["path"])
+            )
         out.print(table)

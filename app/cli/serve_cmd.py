@@ -139,6 +139,12 @@ def register(cli: typer.Typer) -> None:
         host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
         port: int = typer.Option(8000, "--port", min=1, max=65535),
         no_index: bool = typer.Option(False, "--no-index", help="Serve the index as it is; index nothing."),
+        watch: bool = typer.Option(
+            False,
+            "--watch",
+            help="Keep the --images folder in sync while serving: new, changed, moved and deleted "
+            "photos reach the index within seconds.",
+        ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
     ) -> None:
         """Index what is new, then serve the search API and web page on http://HOST:PORT.
@@ -161,6 +167,11 @@ def register(cli: typer.Typer) -> None:
             )
             raise typer.Exit(code=2)
         folder = images or settings.images_dir
+        if watch:
+            if folder is None or not folder.is_dir():
+                console.print("[red]error:[/] --watch needs a folder: --images DIR (or POLYGLOT_IMAGES_DIR)")
+                raise typer.Exit(code=2)
+            settings = settings.model_copy(update={"watch_dirs": [folder.resolve()]})
         if not no_index:
             if folder is not None:
                 if not folder.is_dir():
@@ -177,5 +188,7 @@ def register(cli: typer.Typer) -> None:
                 # The served photo folder is the default of POLYGLOT_ALLOWED_ROOTS (admin server paths, serving).
                 common = Path(os.path.commonpath([str(p.resolve()) for p in collection.paths]))
                 settings = settings.model_copy(update={"images_dir": common if common.is_dir() else common.parent})
+        if watch:
+            console.print(f"watching {folder} for changes")
         console.print(f"serving on http://{host}:{port}  (API docs: http://{host}:{port}/docs)")
         uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")

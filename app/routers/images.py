@@ -11,7 +11,6 @@ requests never serve half a file.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path as FsPath
 from typing import Annotated
 
@@ -22,11 +21,12 @@ from app.deps import AdminDep, EngineDep
 from app.engine import Engine
 from app.routers.common import ImageId, decode_or_422, image_info, read_upload, record_or_404
 from app.schemas.images import ImageAdded, ImageDeleted, ImageInfo
-from app.served_files import IMAGE_HEADERS, ServedFileError, allowed_path, verified_image
+from app.served_files import IMAGE_HEADERS, ServedFileError, allowed_path, verified_bytes, verified_image
 from indexer.atomic import atomic_write_bytes
 from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.store.locks import IndexBusyError
 from indexer.store.metadata import ImageRecord
+from indexer.thumbnails import thumbnail_bytes, thumbnail_path
 
 router = APIRouter(tags=["images"])
 
@@ -41,22 +41,32 @@ def _verified_or_404(engine: Engine, record: ImageRecord) -> tuple[bytes, str]:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be served: {exc}") from None
 
 
+def verified_bytes_or_404(engine: Engine, record: ImageRecord) -> bytes:
+    """The indexed bytes of ``record``, checked as for serving (size, sha256, no link out of the roots), in any
+    image format the indexer reads (HEIC, RAW): for thumbnails and tags."""
+    try:
+        return verified_bytes(record, engine.settings.served_roots(engine.images.folder), engine.settings.allowed_roots)
+    except ServedFileError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be read: {exc}") from None
+
+
 def _thumbnail(engine: Engine, record: ImageRecord) -> FsPath:
+    # Usually written by the indexer from its reduced decode (indexer/thumbnails.py); made here when missing.
     size = engine.settings.thumbnail_size
-    target = engine.settings.thumbnails_dir / f"{record.sha256}_{size}.jpg"
+    target = thumbnail_path(engine.settings.resolved_cache_dir, record.sha256, size)
     if target.is_file():
         return target
-    data, _ = _verified_or_404(engine, record)
+    data = verified_bytes_or_404(engine, record)
     try:
+        # The indexed bytes (size and sha256 checked, no link out of the roots), decoded at the reduced size the
+        # thumbnail needs (JPEG DCT scaling / integer reduce), inside the process-wide pixel budget.
         with engine.pixels.reserved(data):
-            image = decode_image(data, max_pixels=engine.settings.max_image_pixels)
-            image.thumbnail((size, size))
-            buffer = io.BytesIO()
-            image.save(buffer, format="JPEG", quality=85)
+            image = decode_image(data, max_pixels=engine.settings.max_image_pixels, min_side=size)
+            encoded = thumbnail_bytes(image, size)
             del image
     except ImageDecodeError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be read any more: {exc}") from None
-    atomic_write_bytes(target, buffer.getvalue())
+    atomic_write_bytes(target, encoded)  # no space: DiskFullError → 507, the cache left as it was
     return target
 
 

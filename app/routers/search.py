@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Literal
 
 import numpy as np
-from fastapi import APIRouter, File, HTTPException, Query, UploadFile, status
+from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, status
 
 from app.deps import EngineDep
 from app.engine import Engine
 from app.language_names import language_names
 from app.routers.common import FormImageId, checked_query, image_url, record_or_404, thumbnail_url, upload_vector
+from app.routers.filters import Sort, SortParam, described, photo_filter
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
+from indexer.filtered_view import FilteredImages, by_date
 from indexer.image_index import Hit
 from indexer.query.clc import ClcError, ClcMode
 from indexer.query.language import detect_language
+from indexer.relevance import DEFAULT_Z, cutoff_count
+from indexer.relevance import POOL as CUTOFF_POOL
+from indexer.search_filters import PhotoFilter
 
 router = APIRouter(tags=["search"])
 
@@ -30,6 +36,20 @@ OffsetParam = Annotated[
 MinScoreParam = Annotated[
     float | None, Query(ge=-1.0, le=1.0, description="Drop results scoring below this cosine similarity.")
 ]
+CutoffParam = Annotated[
+    Literal["off", "auto"],
+    Query(
+        description="'auto': stop the results where they stop standing out from the query's own score distribution "
+        "(z-score over its best 100 candidates, per query and language; measured in benchmarks/relevance_cutoff.md)."
+    ),
+]
+CutoffZParam = Annotated[
+    float, Query(ge=0.0, le=10.0, description="cutoff=auto: the z-score a result must reach (default 1.5).")
+]
+
+
+def _cutoff(mode: str, z: float) -> float | None:
+    return z if mode == "auto" else None
 
 
 def check_page(engine: Engine, k: int, offset: int) -> None:
@@ -62,8 +82,41 @@ def _language(engine: Engine, q: str, lang: str | None) -> LanguageInfo:
     return LanguageInfo(detected=detected, probability=probability, used=detected, supported=known)
 
 
-def _image_hits(engine: Engine, vector: np.ndarray, depth: int) -> list[Hit]:
-    return engine.images.search(vector[None, :], depth)[0]
+FilterDep = Annotated[PhotoFilter, Depends(photo_filter)]
+
+
+def _image_hits(engine: Engine, vector: np.ndarray, depth: int, allowed: np.ndarray | None = None) -> list[Hit]:
+    return engine.images.search(vector[None, :], depth, allowed=allowed)[0]
+
+
+def _depth(engine: Engine, k: int, offset: int, sort: Sort, cutoff: float | None = None) -> int:
+    """How many hits to rank: the page's, the pool that sort=date orders, the pool the cut-off measures."""
+    depth = offset + k if sort == "score" else max(offset + k, engine.settings.date_sort_pool)
+    return max(depth, CUTOFF_POOL) if cutoff is not None else depth
+
+
+Page = tuple[list[SearchResult], int | None, int]
+
+
+def _finisher(
+    engine: Engine,
+    k: int,
+    offset: int,
+    min_score: float | None,
+    sort: Sort,
+    exclude: int | None = None,
+    cutoff: float | None = None,
+) -> Callable[[list[Hit]], Page]:
+    def finish(ranked: list[Hit]) -> tuple[list[SearchResult], int | None, int]:
+        if cutoff is not None:  # measured on the query's own candidates, the query image left out
+            ranked = [h for h in ranked if h.id != exclude]
+            ranked = ranked[: cutoff_count([h.score for h in ranked], cutoff)]
+        if sort == "date":
+            pool = [h for h in ranked if h.id != exclude and (min_score is None or h.score >= min_score)]
+            return _page(engine, by_date(engine.images, pool), k, offset, None)
+        return _page(engine, ranked, k, offset, min_score, exclude)
+
+    return finish
 
 
 def _page(
@@ -118,8 +171,13 @@ async def search_text(
             "and combine — 'average' (CLC-A) or 'classifier' (CLC-C); 'off'. Absent: POLYGLOT_CLC (default off)."
         ),
     ] = None,
+    where: FilterDep = PhotoFilter(),
+    sort: SortParam = "score",
+    cutoff: CutoffParam = "off",
+    cutoff_z: CutoffZParam = DEFAULT_Z,
 ) -> SearchResponse:
     check_page(engine, k, offset)
+    z = _cutoff(cutoff, cutoff_z)
     try:
         mode = engine.pipeline.check_clc(clc)
     except ClcError as exc:
@@ -128,9 +186,24 @@ async def search_text(
     # Both cheap enough for the event loop: a set lookup, or py3langid's ~50 µs for a detected language (a hop
     # to the thread pool cost more than the detection; queries are at most max_query_chars long).
     language = _language(engine, query, lang)
-    (results, next_offset, total), text_encoder = await engine.search_text(
-        query, language.used, offset + k, lambda ranked: _page(engine, ranked, k, offset, min_score), mode
-    )
+    finish = _finisher(engine, k, offset, min_score, sort, cutoff=z)
+    depth = _depth(engine, k, offset, sort, z)
+    matching = None
+    if where.active:
+
+        def filtered() -> tuple[tuple[list[SearchResult], int | None, int], int]:
+            allowed = engine.images.store.filtered_ids(where)
+            view = FilteredImages(engine.images, allowed)
+            return finish(engine.pipeline.search_texts(view, [(query, language.used, depth)], clc=mode)[0]), len(
+                allowed
+            )
+
+        (results, next_offset, total), matching = await engine.run(filtered)
+        text_encoder = engine.pipeline.encoder_name
+    else:
+        (results, next_offset, total), text_encoder = await engine.search_text(
+            query, language.used, depth, finish, mode
+        )
     return SearchResponse(
         query=query,
         language=language,
@@ -139,6 +212,10 @@ async def search_text(
         k=k,
         offset=offset,
         min_score=min_score,
+        sort=sort,
+        cutoff=z,
+        filters=described(where),
+        matching_images=matching,
         results=results,
         next_offset=next_offset,
         total_images=total,
@@ -159,7 +236,12 @@ async def search_image(
     k: KParam = 20,
     offset: OffsetParam = 0,
     min_score: MinScoreParam = None,
+    where: FilterDep = PhotoFilter(),
+    sort: SortParam = "score",
+    cutoff: CutoffParam = "off",
+    cutoff_z: CutoffZParam = DEFAULT_Z,
 ) -> SearchResponse:
+    z = _cutoff(cutoff, cutoff_z)
     if (file is None) == (image_id is None):
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT, "send exactly one of: an image file (field 'file') or 'image_id'"
@@ -173,15 +255,24 @@ async def search_image(
     else:
         assert file is not None
         _, vector = await upload_vector(engine, file)
-    depth = offset + k + (1 if image_id is not None else 0)
-    results, next_offset, total = await engine.run(
-        lambda: _page(engine, _image_hits(engine, np.asarray(vector), depth), k, offset, min_score, image_id)
-    )
+    depth = _depth(engine, k, offset, sort, z) + (1 if image_id is not None else 0)
+    finish = _finisher(engine, k, offset, min_score, sort, image_id, z)
+
+    def search() -> tuple[tuple[list[SearchResult], int | None, int], int | None]:
+        allowed = engine.images.store.filtered_ids(where) if where.active else None
+        hits = _image_hits(engine, np.asarray(vector), depth, allowed)
+        return finish(hits), (len(allowed) if allowed is not None else None)
+
+    (results, next_offset, total), matching = await engine.run(search)
     return SearchResponse(
         query_image_id=image_id,
         k=k,
         offset=offset,
         min_score=min_score,
+        sort=sort,
+        cutoff=z,
+        filters=described(where),
+        matching_images=matching,
         results=results,
         next_offset=next_offset,
         total_images=total,

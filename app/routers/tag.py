@@ -14,10 +14,13 @@ from pydantic import BaseModel, Field
 
 from app.deps import EngineDep
 from app.engine import Engine
-from app.routers.common import decoded_and_then, read_upload
+from app.routers.common import ImageId, decoded_and_then, read_upload, record_or_404
+from app.routers.images import verified_bytes_or_404
+from indexer.images import ImageDecodeError, decode_image
+from indexer.store.metadata import ImageRecord
 from indexer.tagging.caption_source import CaptionIndexRetriever
 from indexer.tagging.loading import load_tagger
-from indexer.tagging.tagger import Tagger, UnknownLanguageError
+from indexer.tagging.tagger import Tag, Tagger, UnknownLanguageError
 from indexer.tagging.tagging_settings import TaggingSettings
 
 router = APIRouter(tags=["tagging"])
@@ -100,3 +103,53 @@ async def tag_upload(
     except ValueError as exc:  # e.g. source=captions without English captions in the caption index
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     return {code: [TagOut(**t.as_dict()) for t in tags] for code, tags in result.items()}
+
+
+def _tag_indexed(engine: Engine, tagger: Tagger, record: ImageRecord, langs: list[str], k: int) -> dict[str, list[Tag]]:
+    """Tag the indexed file of ``record``: its bytes checked as for serving (size, sha256, no link out of the
+    roots), decoded at the encoder's size inside the pixel budget and tagged in the same worker task."""
+    data = verified_bytes_or_404(engine, record)
+    side = getattr(engine.models.image_encoder, "decode_side", None)
+    with engine.pixels.reserved(data):
+        try:
+            image = decode_image(data, max_pixels=engine.settings.max_image_pixels, min_side=side)
+        except ImageDecodeError as exc:
+            raise HTTPException(
+                status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be read any more: {exc}"
+            ) from None
+        try:
+            return tagger.tag(image, langs, k, None)
+        finally:
+            del image
+
+
+@router.get(
+    "/images/{image_id}/tags",
+    response_model=TagResponse,
+    summary="Tags for an indexed image in several languages",
+    description="As `POST /tag`, for an image of the index (the page's detail view). Its file is read as "
+    "`GET /images/{image_id}` serves it: 404 when it changed since it was indexed, moved behind a symlink out of "
+    "the photo roots, or cannot be decoded any more.",
+)
+async def tag_indexed(
+    engine: EngineDep,
+    tagger: TaggerDep,
+    image_id: ImageId,
+    lang: Annotated[
+        str,
+        Query(min_length=2, max_length=200, description="Target languages, comma-separated: fr or fr,de."),
+    ],
+    k: Annotated[int, Query(ge=1, le=500, description="Tags per language (at most max_k).")] = 10,
+) -> TagResponse:
+    record = await record_or_404(engine, image_id)
+    await engine.run(tagger.refresh)
+    langs = _langs(tagger, lang)
+    if k > tagger.settings.max_k:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"k must be at most {tagger.settings.max_k} (POLYGLOT_TAG_MAX_K)"
+        )
+    try:
+        result = await engine.run(_tag_indexed, engine, tagger, record, langs, k)
+    except (UnknownLanguageError, ValueError) as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    return {code: [TagOut(**t.as_dict()) for t in tags] for code, tags in result.items()}  # type: ignore[arg-type]

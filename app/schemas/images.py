@@ -22,6 +22,19 @@ class ImageMetadata(BaseModel):
     caption: str | None = Field(default=None, max_length=10_000)
     tags: list[str] = Field(default_factory=list, max_length=1_000)
     extra: dict[str, Any] = Field(default_factory=dict, description="Other metadata from the manifest/upload.")
+    # Photo facts read from the file (issue 27); null where the file does not say.
+    folder: str | None = Field(default=None, max_length=4096, description="Folder of the file on the server.")
+    taken_at: datetime | None = Field(
+        default=None, description="Capture time, local to where it was taken (EXIF DateTimeOriginal), no zone."
+    )
+    taken_offset_minutes: int | None = Field(
+        default=None, ge=-24 * 60, le=24 * 60, description="UTC offset of `taken_at` where EXIF records it."
+    )
+    latitude: float | None = Field(default=None, ge=-90, le=90, description="GPS latitude, degrees.")
+    longitude: float | None = Field(default=None, ge=-180, le=180, description="GPS longitude, degrees.")
+    camera_make: str | None = Field(default=None, max_length=255)
+    camera_model: str | None = Field(default=None, max_length=255)
+    orientation: int | None = Field(default=None, ge=1, le=8, description="EXIF orientation (1 = upright).")
 
     @classmethod
     def from_record(cls, record: ImageRecord) -> ImageMetadata:
@@ -37,6 +50,14 @@ class ImageMetadata(BaseModel):
             caption=record.caption,
             tags=record.tags,
             extra=record.extra,
+            folder=record.folder,
+            taken_at=record.taken_at,
+            taken_offset_minutes=record.taken_offset_minutes,
+            latitude=record.latitude,
+            longitude=record.longitude,
+            camera_make=record.camera_make,
+            camera_model=record.camera_model,
+            orientation=record.orientation,
         )
 
 

@@ -51,6 +51,16 @@ class SearchResponse(BaseModel):
     k: int = Field(ge=1, le=1000)
     offset: int = Field(ge=0)
     min_score: float | None = Field(default=None, ge=-1, le=1)
+    sort: str = Field(default="score", max_length=10, description="'score' (best first) or 'date' (newest first).")
+    cutoff: float | None = Field(
+        default=None, ge=0, le=10, description="cutoff=auto: the z-score results had to reach; null: no cut-off."
+    )
+    filters: dict[str, str] | None = Field(
+        default=None, description="The photo filters applied (taken_after, taken_before, folder, near), as understood."
+    )
+    matching_images: int | None = Field(
+        default=None, ge=0, description="With filters: how many images pass them (what the search ranked)."
+    )
     results: list[SearchResult] = Field(max_length=1000)
     next_offset: int | None = Field(default=None, ge=0, description="Offset of the next page; null at the end.")
     total_images: int = Field(ge=0, description="Images in the index.")

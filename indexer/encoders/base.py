@@ -74,6 +74,15 @@ class ImageEncoder(Encoder):
 
     dim: int = 0
 
+    @property
+    def decode_side(self) -> int | None:
+        """The smallest short side an image must keep for this encoder's preprocessing: the indexer decodes
+        photos at a reduced size down to it (:func:`indexer.images.decode_image`'s ``min_side``). None: full size."""
+        size = getattr(self, "input_size", None)
+        if not isinstance(size, int):
+            return None
+        return round(size * 256 / 224) if getattr(self, "ten_crop", False) else size
+
     @abstractmethod
     def _predict(self, images: Sequence[Image.Image]) -> np.ndarray: ...
 

@@ -36,6 +36,7 @@ from indexer.store.reencode import reencode
 from indexer.store.sidecar import Sidecar
 from indexer.store.uploads import UPLOADS_DIR, remove_orphan_uploads
 from indexer.store.vector_files import FAISS_NAME, AnyVectors
+from indexer.thumbnails import write_thumbnail
 
 log = logging.getLogger("indexer.image_index")  # logged under the public class's module
 
@@ -181,13 +182,29 @@ class IndexCore(ABC):
             image = (decoded or {}).get(sha)
             if image is None:
                 try:
-                    image = decode_image(item.data, max_pixels=self.settings.max_image_pixels)
+                    image = decode_image(item.data, max_pixels=self.settings.max_image_pixels, min_side=self._decode_side())
                 except ImageDecodeError as exc:
                     prepared.broken[sha] = str(exc)
                     continue
-            item.size = image.size
+            # item.size stays as given: a reduced decode's size is not the photo's (read from the header at insert)
             prepared.inputs[sha] = self.encoder.prepare(image)
+            if self.settings.index_thumbnails:
+                self._thumbnail(sha, image)
         return prepared
+
+    def _decode_side(self) -> int | None:
+        """The short side photos are decoded down to: the encoder's, and the thumbnail's when it is written from
+        the same decode (a 256-px thumbnail needs a short side of at most 256)."""
+        side = self.encoder.decode_side
+        if self.settings.decode_full_size or side is None:
+            return None
+        return max(side, self.settings.thumbnail_size) if self.settings.index_thumbnails else side
+
+    def _thumbnail(self, sha: str, image: Image.Image) -> None:
+        try:
+            write_thumbnail(self.settings.resolved_cache_dir, sha, image, self.settings.thumbnail_size)
+        except OSError as exc:  # a cache: indexing goes on, the service makes it on request
+            log.warning("thumbnail not written", extra={"sha256": sha, "error": str(exc)})
 
     def _ingest(
         self, items: builtins.list[Item], report: AddReport, prepared: Prepared | None = None

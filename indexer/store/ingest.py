@@ -11,12 +11,23 @@ from typing import Any
 
 from PIL import Image
 
-from indexer.images import ImageDecodeError, content_hash
+from indexer.images import ImageDecodeError, content_hash, register_formats
+from indexer.photo_metadata import PhotoFacts, photo_facts
+from indexer.raw_preview import raw_preview
 from indexer.store.metadata import NewImage
 
 # EXIF orientations 5-8 rotate by 90°: the upright image has width and height swapped.
 _TRANSPOSED = {5, 6, 7, 8}
-_FORMAT_SUFFIX = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif", "BMP": ".bmp", "TIFF": ".tif"}
+_FORMAT_SUFFIX = {
+    "JPEG": ".jpg",
+    "PNG": ".png",
+    "WEBP": ".webp",
+    "GIF": ".gif",
+    "BMP": ".bmp",
+    "TIFF": ".tif",
+    "HEIF": ".heic",
+    "AVIF": ".avif",
+}
 UNKNOWN_SUFFIX = ".img"  # any other format Pillow decodes: a name no browser or server maps to active content
 
 
@@ -28,10 +39,12 @@ class Item:
     replaces: int | None = None  # id of the record this file had before its content changed
     meta: dict[str, Any] = field(default_factory=dict)
     size: tuple[int, int] | None = None  # upright (width, height), filled once known
+    facts: PhotoFacts | None = None  # EXIF facts, read from the header when the file is read
 
     def to_new_image(self) -> NewImage:
         if self.size is None:
             raise ValueError(f"size of {self.path} unknown")
+        facts = self.facts or photo_facts(self.data)
         return NewImage(
             path=str(self.path),
             sha256=self.sha256,
@@ -39,7 +52,13 @@ class Item:
             height=self.size[1],
             bytes=len(self.data),
             **user_fields(self.meta),
+            **fact_columns(self.path, facts),
         )
+
+
+def fact_columns(path: Path, facts: PhotoFacts) -> dict[str, Any]:
+    """The photo-fact columns of a row: the EXIF facts and the file's folder."""
+    return {**facts.columns(), "folder": str(path.parent)}
 
 
 @dataclass
@@ -49,6 +68,7 @@ class FileBatch:
 
     items: list[Item] = field(default_factory=list)
     updates: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    facts: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # unchanged rows that lacked them
     skipped: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
 
@@ -58,8 +78,10 @@ def read_files(
     existing: Mapping[str, tuple[int, str]],
     meta: Mapping[Path, dict[str, Any]],
     max_bytes: int | None = None,
+    refresh: frozenset[int] | set[int] = frozenset(),
 ) -> FileBatch:
-    """Read and hash ``paths``; ``existing`` maps indexed paths to ``(id, sha256)``, ``meta`` paths to metadata.
+    """Read and hash ``paths``; ``existing`` maps indexed paths to ``(id, sha256)``, ``meta`` paths to metadata;
+    ``refresh``: ids of unchanged rows whose photo facts are to be read now (rows from before the migration).
     Files over ``max_bytes`` (``POLYGLOT_MAX_FILE_BYTES``) are refused from their size, before a byte is read."""
     batch = FileBatch()
     for path in paths:
@@ -75,6 +97,8 @@ def read_files(
         old = existing.get(str(path))
         if old is not None and old[1] == sha:
             batch.skipped += 1
+            if old[0] in refresh:
+                batch.facts.append((old[0], fact_columns(path, photo_facts(data))))
             if path in meta:
                 batch.updates.append((old[0], user_fields(meta[path])))
             continue
@@ -117,10 +141,12 @@ def user_fields(meta: dict[str, Any] | None) -> dict[str, Any]:
 
 def header_size(data: bytes) -> tuple[int, int]:
     """Upright size from the header only (no pixel decoding); for images whose features are cached."""
+    register_formats()
+    preview = raw_preview(data)
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with Image.open(io.BytesIO(preview[0] if preview else data)) as image:
             width, height = image.size
-            orientation = image.getexif().get(0x0112)
+            orientation = image.getexif().get(0x0112) or (preview[1] if preview else None)
     except Exception as exc:  # Pillow raises many types for garbage; all mean "not an image"
         raise ImageDecodeError(f"not an image: {exc}") from exc
     return (height, width) if orientation in _TRANSPOSED else (width, height)

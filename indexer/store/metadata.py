@@ -13,14 +13,28 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, DateTime, String, Text, func, select
+import numpy as np
+from sqlalchemy import JSON, BigInteger, DateTime, Float, Integer, SmallInteger, String, Text, and_, func, or_, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from indexer.search_filters import PhotoFilter, distance_km
+from indexer.store.migrate import add_missing_columns
 from indexer.store.sql import BATCH, ID_TYPE, SqlStore
 from indexer.store.sql import redact_url as redact_url  # re-exported: callers import them from here
 from indexer.store.sql import sqlite_url as sqlite_url
 
 _EDITABLE = frozenset({"title", "caption", "tags", "extra"})
+# Facts read from the file (EXIF, its folder): set by the indexer, never by users (issue 27).
+FACTS = (
+    "folder",
+    "taken_at",
+    "taken_offset_minutes",
+    "latitude",
+    "longitude",
+    "camera_make",
+    "camera_model",
+    "orientation",
+)
 
 
 class Base(DeclarativeBase):
@@ -42,6 +56,15 @@ class ImageRow(Base):
     caption: Mapped[str | None] = mapped_column(Text)
     tags: Mapped[list[str]] = mapped_column(default=list)
     extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # Issue 27; added in place to existing tables by indexer/store/migrate.py (all nullable).
+    folder: Mapped[str | None] = mapped_column(String(4096), index=True)
+    taken_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=False), index=True)  # local wall clock
+    taken_offset_minutes: Mapped[int | None] = mapped_column(Integer)
+    latitude: Mapped[float | None] = mapped_column(Float, index=True)
+    longitude: Mapped[float | None] = mapped_column(Float)
+    camera_make: Mapped[str | None] = mapped_column(String(255))
+    camera_model: Mapped[str | None] = mapped_column(String(255))
+    orientation: Mapped[int | None] = mapped_column(SmallInteger)
 
 
 @dataclass
@@ -59,6 +82,14 @@ class ImageRecord:
     caption: str | None = None
     tags: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    folder: str | None = None
+    taken_at: datetime | None = None
+    taken_offset_minutes: int | None = None
+    latitude: float | None = None
+    longitude: float | None = None
+    camera_make: str | None = None
+    camera_model: str | None = None
+    orientation: int | None = None
 
     @classmethod
     def from_row(cls, row: ImageRow) -> ImageRecord:
@@ -76,10 +107,17 @@ class ImageRecord:
             caption=row.caption,
             tags=list(row.tags or []),
             extra=dict(row.extra or {}),
+            # PostgreSQL hands back naive timestamps as they were written; SQLite too (its DateTime is text)
+            taken_at=row.taken_at.replace(tzinfo=None) if row.taken_at else None,
+            **{name: getattr(row, name) for name in FACTS if name != "taken_at"},
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "added_at": self.added_at.isoformat()}
+        return {
+            **self.__dict__,
+            "added_at": self.added_at.isoformat(),
+            "taken_at": self.taken_at.isoformat() if self.taken_at else None,
+        }
 
 
 @dataclass
@@ -95,6 +133,14 @@ class NewImage:
     caption: str | None = None
     tags: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    folder: str | None = None
+    taken_at: datetime | None = None
+    taken_offset_minutes: int | None = None
+    latitude: float | None = None
+    longitude: float | None = None
+    camera_make: str | None = None
+    camera_model: str | None = None
+    orientation: int | None = None
 
 
 class MetadataStore(SqlStore):
@@ -102,6 +148,8 @@ class MetadataStore(SqlStore):
 
     def __init__(self, url: str, schema: str | None = None) -> None:
         super().__init__(url, Base.metadata, schema)
+        # Indexes made before issue 27 lack the photo-fact columns: added in place (nullable, so instant).
+        self.migrated = add_missing_columns(self.engine, Base.metadata.tables["images"], schema)
 
     # ------------------------------------------------------------------ reads
     def count(self) -> int:
@@ -154,6 +202,79 @@ class MetadataStore(SqlStore):
                 chunk = unique[start : start + BATCH]
                 found.update(session.scalars(select(ImageRow.sha256).where(ImageRow.sha256.in_(chunk))))
         return found
+
+    def missing_facts(self, ids: Sequence[int]) -> set[int]:
+        """The ids among ``ids`` whose photo facts were never read (rows from before the migration)."""
+        found: set[int] = set()
+        unique = sorted({int(i) for i in ids})
+        with self._sessions() as session:
+            for start in range(0, len(unique), BATCH):
+                chunk = unique[start : start + BATCH]
+                query = select(ImageRow.id).where(ImageRow.id.in_(chunk), ImageRow.folder.is_(None))
+                found.update(int(i) for i in session.scalars(query))
+        return found
+
+    def set_facts(self, changes: Sequence[tuple[int, dict[str, Any]]]) -> None:
+        """Store photo facts (:data:`FACTS`) read from the files, in one transaction."""
+        with self.transaction() as session:
+            for id_, fields in changes:
+                unknown = set(fields) - set(FACTS)
+                if unknown:
+                    raise ValueError(f"not photo facts: {sorted(unknown)}")
+                row = session.get(ImageRow, int(id_))
+                if row is not None:
+                    for name, value in fields.items():
+                        setattr(row, name, value)
+
+    def filtered_ids(self, where: PhotoFilter) -> np.ndarray:
+        """Sorted ids of the images that pass ``where`` (the subset a filtered vector search is restricted to)."""
+        clauses: list[Any] = []
+        if where.taken_after is not None:
+            clauses.append(ImageRow.taken_at >= where.taken_after)
+        if where.taken_before is not None:
+            clauses.append(ImageRow.taken_at <= where.taken_before)
+        if where.folder is not None:
+            clauses.append(_folder_clause(where.folder, self.engine.dialect.name))
+        columns: list[Any] = [ImageRow.id]
+        if where.near is not None:
+            box = where.near.box()
+            assert box is not None
+            clauses += [ImageRow.latitude.between(box[0], box[1]), ImageRow.longitude.between(box[2], box[3])]
+            columns += [ImageRow.latitude, ImageRow.longitude]
+        query = select(*columns).where(*clauses)
+        with self.engine.connect() as connection:  # Core, no ORM rows: 100,000 ids in tens of ms
+            if where.near is None:
+                ids = np.fromiter((row[0] for row in connection.execute(query)), dtype=np.int64)
+            else:
+                near = where.near
+                found = connection.execute(query).all()
+                ids = np.fromiter(
+                    (r[0] for r in found if distance_km(near.latitude, near.longitude, r[1], r[2]) <= near.km),
+                    dtype=np.int64,
+                )
+        return np.sort(ids)
+
+    def paths_under(self, folder: str) -> list[tuple[int, str]]:
+        """``(id, path)`` of the images whose file lies in ``folder`` or below (the folder watcher)."""
+        below = folder.rstrip("/") + "/"
+        column: Any = ImageRow.path.collate("C") if self.engine.dialect.name == "postgresql" else ImageRow.path
+        query = select(ImageRow.id, ImageRow.path).where(column >= below, column < below[:-1] + "0")
+        with self._sessions() as session:
+            return [(int(i), str(p)) for i, p in session.execute(query)]
+
+    def ids_under(self, folder: str) -> list[int]:
+        return [id_ for id_, _ in self.paths_under(folder)]
+
+    def taken(self, ids: Sequence[int]) -> dict[int, datetime | None]:
+        """Capture times of the given ids (sort=date)."""
+        out: dict[int, datetime | None] = {}
+        unique = sorted({int(i) for i in ids})
+        with self._sessions() as session:
+            for start in range(0, len(unique), BATCH):
+                chunk = unique[start : start + BATCH]
+                query = select(ImageRow.id, ImageRow.taken_at).where(ImageRow.id.in_(chunk))
+                out.update({int(i): t.replace(tzinfo=None) if t else None for i, t in session.execute(query)})
+        return out
 
     def get(self, id_: int) -> ImageRecord | None:
         with self._sessions() as session:
@@ -215,3 +336,21 @@ class MetadataStore(SqlStore):
                 gone.append(int(row.id))
                 session.delete(row)
         return sorted(gone)
+
+
+def _folder_clause(folder: str, dialect: str) -> Any:
+    """An absolute folder: itself and below, as a range of the folder index (``X/`` ≤ folder < ``X0``: "0" follows
+    "/" in every collation that sorts by code point, so the B-tree answers it; a LIKE could not use the index on
+    SQLite). PostgreSQL compares in the "C" collation for this (a locale collation may ignore the slashes).
+    Otherwise whole path components anywhere (``Lisbon``): a scan of the folder column."""
+    if folder.startswith("/"):
+        if folder == "/":
+            return ImageRow.folder.startswith("/")
+        column: Any = ImageRow.folder.collate("C") if dialect == "postgresql" else ImageRow.folder
+        return or_(ImageRow.folder == folder, and_(column >= folder + "/", column < folder + "0"))
+    escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_").strip("/")
+    return or_(
+        ImageRow.folder.like(f"%/{escaped}", escape="\\"),
+        ImageRow.folder.like(f"%/{escaped}/%", escape="\\"),
+        ImageRow.folder == folder,
+    )

@@ -186,6 +186,13 @@ class MmapIvfIndex:
             raise KeyError(f"ids not stored: {_as_ids(ids)[rows < 0][:10].tolist()}")
         return self.rows.read(rows)
 
+    def reconstruct_present(self, ids: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, vectors)`` of the given ids this index holds, read from the memory-mapped rows."""
+        id_array = _as_ids(ids)
+        rows = self.rows.rows_of(id_array)
+        keep = rows >= 0
+        return id_array[keep], self.rows.read(rows[keep])
+
     # ------------------------------------------------------------------ persistence
     def commit(self) -> None:
         """Make the state durable: rows already are; rewrite the codes snapshot once the unsnapshotted tail is

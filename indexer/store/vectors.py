@@ -239,6 +239,13 @@ class VectorIndex:
             out[row] = self.index.reconstruct(int(id_))
         return out
 
+    def reconstruct_present(self, ids: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, vectors)`` of the given ids this index holds (filtered searches: a SQL row may lack its
+        vector for a moment after a crash)."""
+        id_array = _as_ids(ids)
+        present = id_array[np.isin(id_array, self.ids())]
+        return present, self.reconstruct_many(present)
+
     # ------------------------------------------------------------------ persistence
     def to_bytes(self) -> bytes:
         return bytes(faiss.serialize_index(self.index))

@@ -1,0 +1,33 @@
+"""``GET /duplicates``: groups of exact and near-duplicate photos."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class DuplicateImage(BaseModel):
+    id: int = Field(ge=0)
+    filename: str = Field(max_length=4096)
+    score: float | None = Field(
+        default=None, ge=-1, le=1, description="near: the photo's best cosine within the group; exact: null."
+    )
+    width: int = Field(ge=0)
+    height: int = Field(ge=0)
+    bytes: int = Field(ge=0)
+    taken_at: datetime | None = None
+    image_url: str = Field(max_length=200)
+    thumbnail_url: str = Field(max_length=200)
+
+
+class DuplicateGroupOut(BaseModel):
+    kind: Literal["exact", "near"] = Field(description="exact: same bytes; near: cosine >= threshold.")
+    images: list[DuplicateImage] = Field(max_length=100_000)
+
+
+class DuplicatesResponse(BaseModel):
+    threshold: float = Field(ge=0, le=1)
+    groups: list[DuplicateGroupOut] = Field(max_length=100_000)
+    total_groups: int = Field(ge=0, description="Groups found (the answer lists at most `limit`).")

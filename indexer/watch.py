@@ -1,0 +1,202 @@
+"""Keep an image index in sync with folders as files change (``polyglot index watch``, ``serve --watch``).
+
+:class:`FolderWatcher` listens to the file system (watchdog: inotify on Linux, FSEvents, ReadDirectoryChangesW)
+and applies what changed in batches, once the folders have been quiet for ``settle`` seconds (a camera import
+or a copy writes a file in many steps; a half-written file is never indexed twice):
+
+* a new or changed image file → ``ImageIndex.add_paths`` (its content hash decides: an unchanged file is
+  skipped, a changed one replaces its row and vector, as with ``polyglot index add``);
+* a deleted file, or every indexed file below a deleted folder → ``ImageIndex.remove``;
+* a moved or renamed file or folder → its old rows removed, its new paths added (the features cache holds
+  their features: nothing is re-encoded).
+
+Every batch goes through the index's own crash-safe writes (one SQL transaction per batch, vectors persisted
+atomically), so a watcher killed at any point leaves an index that ``open`` reconciles; on start it first
+catches up with what changed while it was not running (:meth:`FolderWatcher.sync`: new files added, rows of
+vanished files removed).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from indexer.image_index import ImageIndex
+from indexer.image_sources import expand_sources
+from indexer.images import is_image_path
+from indexer.store.locks import IndexBusyError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SyncReport:
+    added: int = 0
+    removed: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.failed)
+
+
+class _Collector(FileSystemEventHandler):
+    """Paths touched by events, kept until the watcher takes them (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.paths: set[Path] = set()
+        self.last_event = 0.0
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        with self.lock:
+            for raw in (event.src_path, getattr(event, "dest_path", "")):
+                if raw:
+                    self.paths.add(Path(raw.decode() if isinstance(raw, bytes) else raw))
+            self.last_event = time.monotonic()
+
+    def take(self, settle: float) -> set[Path]:
+        with self.lock:
+            if not self.paths or time.monotonic() - self.last_event < settle:
+                return set()
+            taken, self.paths = self.paths, set()
+            return taken
+
+
+class FolderWatcher:
+    """Watch ``folders`` and mirror their image files into ``index`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        index: ImageIndex,
+        folders: Sequence[Path],
+        *,
+        settle: float = 1.0,
+        on_change: Callable[[SyncReport, list[int]], None] | None = None,
+    ) -> None:
+        self.index = index
+        self.folders = [Path(folder).expanduser().resolve() for folder in folders]
+        for folder in self.folders:
+            if not folder.is_dir():
+                raise NotADirectoryError(f"{folder}: not a folder")
+        self.settle = settle
+        self.on_change = on_change
+        self._collector = _Collector()
+        self._observer: Observer | None = None  # type: ignore[valid-type]
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ running
+    def start(self, *, catch_up: bool = True, background: bool = False) -> FolderWatcher:
+        """Start listening, then catch up with changes made while nobody watched (in the watcher thread when
+        ``background``: the service does not wait for it), and apply events in a thread."""
+        observer = Observer()
+        for folder in self.folders:
+            observer.schedule(self._collector, str(folder), recursive=True)
+        observer.start()  # before the catch-up: nothing that happens during it is missed
+        self._observer = observer
+        if catch_up and not background:
+            self.sync()
+        self._thread = threading.Thread(
+            target=self._loop, args=(catch_up and background,), name="folder-watcher", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=10)
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    def __enter__(self) -> FolderWatcher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _loop(self, catch_up: bool) -> None:
+        if catch_up:
+            try:
+                self.sync()
+            except Exception:
+                log.exception("folder watcher: catching up failed")
+        while not self._stop.wait(min(0.25, self.settle / 2)):
+            self.poll()
+
+    def poll(self) -> SyncReport:
+        """Apply the changes that have settled (called by the watcher thread; tests may call it directly)."""
+        paths = self._collector.take(self.settle)
+        if not paths:
+            return SyncReport()
+        try:
+            return self.apply(paths)
+        except IndexBusyError:
+            with self._collector.lock:  # another process is writing: try these again on the next round
+                self._collector.paths |= paths
+            return SyncReport()
+        except Exception:  # a watcher thread must survive a bad batch; the files are retried at the next sync
+            log.exception("folder watcher: a batch of changes failed")
+            return SyncReport()
+
+    # ------------------------------------------------------------------ changes
+    def apply(self, paths: set[Path]) -> SyncReport:
+        """Bring the index in line with the current state of ``paths`` (files or folders, existing or gone)."""
+        present: list[Path] = []
+        gone: list[Path] = []
+        for path in paths:
+            if path.is_dir():
+                present += expand_sources([path]).paths  # a folder moved or copied in: everything below it
+            elif path.is_file():
+                if is_image_path(path) and not path.name.startswith("."):
+                    present.append(path.resolve())
+            else:
+                gone.append(path)
+        store = self.index.store
+        doomed = [found[0] for found in store.by_paths([str(p) for p in gone]).values()]
+        for folder in gone:  # a deleted or moved-away folder: its rows (a file path matches nothing here)
+            doomed += store.ids_under(str(folder))
+        report = SyncReport()
+        if doomed:
+            report.removed = self.index.remove(sorted(set(doomed)))
+        if present:
+            added = self.index.add_paths(sorted(set(present)), progress=False)
+            report.added, report.failed = added.added, added.failed
+        if report:
+            log.info(
+                "folder watcher applied changes",
+                extra={"added": report.added, "removed": report.removed, "failed": len(report.failed)},
+            )
+            if self.on_change is not None:
+                self.on_change(report, sorted(set(doomed)))
+        return report
+
+    def sync(self) -> SyncReport:
+        """Catch up: add new and changed files of the folders, remove rows of files that are gone."""
+        report = SyncReport()
+        files = expand_sources(self.folders).paths
+        existing = {str(path) for path in files}
+        doomed = [
+            id_
+            for folder in self.folders
+            for id_, path in self.index.store.paths_under(str(folder))
+            if path not in existing
+        ]
+        if doomed:
+            report.removed = self.index.remove(doomed)
+        if files:
+            added = self.index.add_paths(files, progress=False)
+            report.added, report.failed = added.added, added.failed
+        if report and self.on_change is not None:
+            self.on_change(report, doomed)
+        return report

@@ -1,0 +1,129 @@
+"""Issue 27's page in headless Chromium against a real server: the query and filters in the URL (shareable, back
+button), the detail view with EXIF facts, tags and "similar photos", infinite scroll, and a phone-width layout."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from photo_samples import jpeg, write
+from test_web import CHROMIUM, CHROMIUM_ARGS
+
+pytest_plugins = ("api_fixtures",)
+pytestmark = pytest.mark.browser
+
+LISBON = (38.7223, -9.1393)
+
+
+@pytest.fixture
+def photo_paths(tmp_path: Path) -> list[Path]:
+    """30 photos (more than a page of 24): 2023 and 2024, every third one in Lisbon with GPS and a camera."""
+    paths = []
+    for number in range(30):
+        year = 2023 + number % 2
+        place = "Lisbon" if number % 3 == 0 else "Home"
+        extra = {"gps": LISBON, "make": "Apple", "model": "iPhone 15"} if place == "Lisbon" else {}
+        data = jpeg((96, 72), seed=number, taken=datetime(year, 1 + number % 12, 1 + number, 12), **extra)
+        paths.append(write(tmp_path / "library" / str(year) / place, f"photo{number:02d}.jpg", data))
+    return paths
+
+
+def _launch(sync_api, playwright, viewport):  # type: ignore[no-untyped-def]
+    # Chromium's singleton socket lives in TMPDIR and may not exceed 107 bytes: a short one under a long TMPDIR.
+    env = {**os.environ, "TMPDIR": "/tmp"} if Path("/tmp").is_dir() else None
+    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, env=env)
+    # bypass_csp: Playwright's wait_for_function evaluates its predicate with eval, which the page's CSP
+    # (script-src 'self') forbids; the page's own script runs under that CSP (test_fault_files.py checks it).
+    return browser, browser.new_page(viewport=viewport, bypass_csp=True)
+
+
+@pytest.fixture
+def pages():  # type: ignore[no-untyped-def]
+    """A factory of pages at a given viewport (desktop or phone)."""
+    if not CHROMIUM.exists():
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browsers = []
+
+        def make(width: int = 1100, height: int = 800):  # type: ignore[no-untyped-def]
+            browser, page = _launch(sync_api, playwright, {"width": width, "height": height})
+            browsers.append(browser)
+            return page
+
+        try:
+            yield make
+        finally:
+            for browser in browsers:
+                browser.close()
+
+
+def _query(page) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+    return parse_qs(urlparse(page.url).query)
+
+
+def test_url_state_filters_detail_view_and_back_button(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
+    page = pages()
+    # A shared link: query, language and a date filter come from the URL and are searched at once.
+    page.goto(live_server + "/?q=a+photo&lang=en&after=2024-01-01&folder=Lisbon")
+    page.wait_for_selector(".card")
+    assert page.input_value("#query") == "a photo" and page.input_value("#taken-after") == "2024-01-01"
+    assert page.locator(".card").count() == 5  # odd numbers are 2024, every third one in Lisbon: 3, 9, 15, 21, 27
+    assert "5 match the filters" in page.inner_text("#status")
+    # Sort by date: a new history entry; the cards come newest first.
+    page.select_option("#sort", "date")
+    page.wait_for_function("location.search.includes('sort=date')")
+    page.wait_for_function("document.querySelector('.card .date').textContent === '2024-10-22'")
+    dates = page.locator(".card .date").all_inner_texts()
+    assert dates == sorted(dates, reverse=True)
+    # Detail view: EXIF facts, tags (or why there are none), "photo" in the URL.
+    page.locator(".card").first.click()
+    page.wait_for_selector("#detail-facts dt")
+    facts = page.inner_text("#detail-facts")
+    assert "2024-10-22 12:00:00" in facts and "Apple iPhone 15" in facts and "38.72230, -9.13930" in facts
+    assert "Lisbon" in facts and "96 × 72 px" in facts
+    page.wait_for_function("document.getElementById('detail-tags').textContent.length > 0")
+    assert "photo" in _query(page)
+    # Back: the detail view closes; back again: the search before sorting.
+    page.go_back()
+    page.wait_for_function("!document.getElementById('detail').open")
+    assert "photo" not in _query(page) and _query(page)["sort"] == ["date"]
+    page.go_back()
+    page.wait_for_function("!location.search.includes('sort=date')")
+    page.wait_for_function("document.getElementById('sort').value === 'score'")
+    # Similar photos of an open photo: by id, in the URL.
+    page.locator(".card").first.click()
+    page.wait_for_selector("#detail[open]")
+    page.click("#detail-similar")
+    page.wait_for_function("document.getElementById('status').textContent.includes('visually similar')")
+    assert "similar" in _query(page) and "q" not in _query(page)
+
+
+def test_infinite_scroll_loads_the_next_page(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
+    page = pages(1100, 700)
+    page.goto(live_server + "/?q=a+photo&lang=en")
+    page.wait_for_selector(".card")
+    page.wait_for_function("document.querySelectorAll('.card').length >= 24")
+    page.mouse.wheel(0, 20000)
+    page.wait_for_function("document.querySelectorAll('.card').length === 30")
+    assert page.locator(".card").count() == 30 and page.is_hidden("#more")
+    ranks = [int(text.strip("#")) for text in page.locator(".card .meta span:first-child").all_inner_texts()]
+    assert ranks == list(range(1, 31))
+
+
+def test_phone_layout(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
+    page = pages(390, 844)  # an iPhone's CSS viewport
+    page.goto(live_server + "/?q=a+photo&lang=en")
+    page.wait_for_selector(".card")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing wider than the screen
+    columns = page.evaluate("getComputedStyle(document.getElementById('results')).gridTemplateColumns.split(' ').length")
+    assert columns == 2
+    page.locator(".card").first.click()
+    page.wait_for_selector("#detail-facts dt")
+    box = page.locator("#detail").bounding_box()
+    assert box is not None and box["width"] >= 380  # the detail view takes the whole width
+    image, text = page.locator("#detail-image").bounding_box(), page.locator(".detail-text").bounding_box()
+    assert image is not None and text is not None and text["y"] >= image["y"] + image["height"] - 1  # stacked
