@@ -25,12 +25,16 @@ from indexer.tower import TextTower
 ASSETS = Path(__file__).parent / "assets"
 SHIPPED_STUDENT = ASSETS / "student"
 RESEARCH_TOWERS = ("tower", "tower-muse")  # the MLP towers of docs/results.md, kept to measure and compare
+# Optional text encoders that ship their own tower: POLYGLOT_TEXT_ENCODER=<name> serves it (EmbeddingGemma:
+# better, ~25x slower on CPU; README "Choosing the text encoder").
+ENCODER_TOWERS = {"embeddinggemma": ASSETS / "tower-embeddinggemma"}
 
 
-def shipped_tower_path() -> Path:
-    """The served text side unless POLYGLOT_TOWER_PATH says otherwise: the trained student
+def shipped_tower_path(text_encoder: str | None = None) -> Path:
+    """The served text side unless POLYGLOT_TOWER_PATH says otherwise: the tower shipped for
+    ``text_encoder`` (POLYGLOT_TEXT_ENCODER) when there is one, else the trained student
     (``indexer/assets/student``, :mod:`indexer.student`; docs/student.md)."""
-    return SHIPPED_STUDENT
+    return ENCODER_TOWERS.get(text_encoder or "", SHIPPED_STUDENT)
 
 
 def research_tower_path(name: str = "tower") -> Path:

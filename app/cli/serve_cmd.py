@@ -158,7 +158,7 @@ def register(cli: typer.Typer) -> None:
         from indexer.embedders import shipped_tower_path
 
         settings = ServiceSettings()
-        tower = settings.tower_path or shipped_tower_path()
+        tower = settings.tower_path or shipped_tower_path(settings.text_encoder)
         if not (tower / "config.json").is_file():
             console.print(
                 f"[red]error:[/] no text model at {tower}: train a student with `polyglot train-student` (or a "

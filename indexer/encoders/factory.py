@@ -1,7 +1,8 @@
 """One enum-keyed factory for every encoder: names in settings, classes here.
 
 Spec strings: ``efficientnet-lite2``, ``efficientnet-lite0``, ``resnet152[:name-or-path]``, ``muse``,
-``muse-numpy``, ``e5-small``, ``sentence-transformers:<name-or-path>``, ``laser[:path]``, and hybrids of
+``muse-numpy``, ``e5-small``, ``sentence-transformers:<name-or-path>``, ``laser[:path]``,
+``embeddinggemma[:<name-or-path>][:dim]`` (:mod:`indexer.encoders.embeddinggemma`), and hybrids of
 text encoders joined by ``+`` (``muse+e5-small``).
 """
 
@@ -29,6 +30,7 @@ class TextEncoderName(StrEnum):
     E5_SMALL = "e5-small"
     SENTENCE_TRANSFORMERS = "sentence-transformers"
     LASER = "laser"
+    EMBEDDINGGEMMA = "embeddinggemma"
 
 
 class UnknownEncoderError(ValueError):
@@ -136,6 +138,11 @@ def create_text_encoder(
         from indexer.encoders.sentence_transformer import SentenceTransformerEncoder
 
         return SentenceTransformerEncoder(argument, device=device)
+    if name is TextEncoderName.EMBEDDINGGEMMA:
+        from indexer.encoders.embeddinggemma import EmbeddingGemmaEncoder, parse_spec
+
+        source, dim = parse_spec(argument, models_dir)
+        return EmbeddingGemmaEncoder(source, dim, device=device)
     from indexer.encoders.laser import LaserEncoder
 
     return LaserEncoder(argument or None, models_dir=models_dir)

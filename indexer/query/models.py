@@ -91,7 +91,7 @@ def load_models(
     seconds: dict[str, float] = {}
     folder = ""
     if text is None:
-        path = settings.tower_path or shipped_tower_path()
+        path = settings.tower_path or shipped_tower_path(settings.text_encoder)
         folder = str(path)
         text = timed(seconds, "text_embedder", lambda: _load_text(path, settings, bridge, sentence_cache, threads))
     if text.tower.image_encoder != settings.image_encoder:
