@@ -23,6 +23,7 @@ from indexer.bridge import LanguageBridge, remove_bridge
 from indexer.encoders import create_image_encoder, create_text_encoder
 from indexer.image_space import ImageSpace
 from indexer.tower import TextTower
+from training.concept_set import ConceptOptions, ConceptSet
 from training.distill import DistillOptions, DistillSet
 from training.early_stop import BestEpoch
 from training.evaluate import Evaluation, evaluate_tower, evaluate_vectors, first_caption_rows
@@ -61,6 +62,7 @@ class TrainConfig:
     c2c_temperature: float = 0.05
     bridge_from: Path | None = None  # a folder with a language bridge: applied to its languages, shipped alongside
     distill: DistillOptions | None = None  # text-only corpora + teacher (training/distill.py); None = off
+    concepts: ConceptOptions | None = None  # English class names → class prototypes (training/concept_set.py)
     epochs: int = 30
     patience: int = 5
     batch_size: int = 128
@@ -150,6 +152,11 @@ def train(config: TrainConfig) -> TrainResult:
         if config.distill is not None and config.distill.corpus
         else None
     )
+    concepts = (
+        ConceptSet(config.concepts, text_encoder, image_encoder, config.cache_dir, config.space, config.seed)
+        if config.concepts is not None and config.concepts.weight > 0
+        else None
+    )
     c2c_fn = CaptionCaptionLoss(config.c2c_temperature) if config.c2c_weight > 0 else None
     optimizer = torch.optim.Adam(tower.parameters(), lr=config.lr, betas=(config.beta1, 0.999))
     batches = DistinctImageBatches(
@@ -170,6 +177,8 @@ def train(config: TrainConfig) -> TrainResult:
             loss = _batch_loss(config, tower, loss_fn, c2c_fn, sentences, targets, rows, image_index, partners)
             if distill is not None:
                 loss = loss + distill.batch_loss(tower)
+            if concepts is not None:
+                loss = loss + concepts.batch_loss(tower)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -189,7 +198,14 @@ def train(config: TrainConfig) -> TrainResult:
     seconds = time.perf_counter() - started
     evaluation = evaluate_tower(tower, dev) if dev is not None else None  # dev captions are already bridged
     result = TrainResult(tower, best.epoch, history, seconds, evaluation, unsupported)
-    save(result, config, space, bridge, distill.summary() if distill is not None else None)
+    save(
+        result,
+        config,
+        space,
+        bridge,
+        distill.summary() if distill is not None else None,
+        concepts=concepts.summary() if concepts is not None else None,
+    )
     return result
 
 
@@ -223,6 +239,7 @@ def save(
     bridge: LanguageBridge | None = None,
     distilled: dict[str, Any] | None = None,
     disjoint: dict[str, Any] | None = None,
+    concepts: dict[str, Any] | None = None,
 ) -> None:
     recipe = json.loads(json.dumps(asdict(config), default=str))  # paths (also inside the distill options) as text
     for private in ("cache_dir", "models_dir", "out", "command"):
@@ -237,6 +254,8 @@ def save(
     }
     if distilled is not None:
         training["distilled"] = distilled
+    if concepts is not None:  # the class-name term (training/concept_set.py)
+        training["concepts"] = concepts
     if disjoint is not None:  # the collections and options of `polyglot train --disjoint`
         training["disjoint"] = disjoint
     if result.dev is not None:

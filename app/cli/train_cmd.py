@@ -145,6 +145,13 @@ def register(cli: typer.Typer) -> None:
             2, min=1, help="Corpus captions kept per (photo, language, source), first in file order."
         ),
         distill_batch: int = typer.Option(128, min=2, max=8192, help="Student captions per training step."),
+        concept_weight: float = typer.Option(
+            0.0,
+            min=0.0,
+            max=100.0,
+            help="Weight of the concept term: English ImageNet class names → the image encoder's class prototypes "
+            "(training/concept_set.py; the student's recipe uses 0.5); 0 = off.",
+        ),
         extra_captions: list[Path] = typer.Option(
             [], help="More caption files of the data set's photos (repeatable), e.g. more-langs/f8k-captions.jsonl."
         ),
@@ -162,6 +169,7 @@ def register(cli: typer.Typer) -> None:
         import torch
 
         from indexer.atomic import atomic_write_json
+        from training.concept_set import ConceptOptions
         from training.distill import DistillOptions
         from training.train import TrainConfig, parse_langs, train
 
@@ -279,6 +287,7 @@ def register(cli: typer.Typer) -> None:
                 )
                 if text_corpus
                 else None,
+                concepts=ConceptOptions(weight=concept_weight) if concept_weight > 0 else None,
                 command=command_line(ctx),
             )
             if space not in SPACES:
