@@ -223,6 +223,6 @@ def test_concept_term_puts_class_names_on_their_prototypes(tmp_path: Path) -> No
     train(config(tmp_path, loss="infonce", out=tmp_path / "concepts", concepts=concepts))
     summary = json.loads((tmp_path / "concepts" / "config.json").read_text())["training"]["concepts"]
     assert summary["templates"] == list(TOWER_CONCEPT_TEMPLATES) and summary["weight"] == 2.0
-    assert summary["texts"] == 2 * len(ToyImageEncoder().class_names)
+    assert summary["texts"] == len(TOWER_CONCEPT_TEMPLATES) * len(ToyImageEncoder().class_names)
     assert accuracy(tmp_path / "concepts") == 1.0
     assert accuracy(tmp_path / "concepts") > accuracy(tmp_path / "plain")
