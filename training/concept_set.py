@@ -52,7 +52,8 @@ class ConceptSet:
         self.rng = np.random.default_rng(seed)
 
     def batch_loss(self, tower: TextTower) -> torch.Tensor:
-        rows = torch.from_numpy(self.rng.choice(len(self.labels), size=self.options.per_step, replace=False))
+        size = min(self.options.per_step, len(self.labels))
+        rows = torch.from_numpy(self.rng.choice(len(self.labels), size=size, replace=False))
         outputs = tower_outputs(self.space_kind, tower(self.sentences[rows]))
         return self.options.weight * self.loss(outputs, self.labels[rows])
 
