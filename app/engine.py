@@ -9,10 +9,9 @@ the search threads of the micro-batcher (:class:`Batcher`, one for every languag
 inference; result pages read metadata through :class:`app.record_cache.RecordCache`. Routers take the engine
 with the ``EngineDep`` dependency (503 while the models load).
 
-**The micro-batcher.** Micro-batching of concurrent text searches: one text-encoder, tower and FAISS call for many requests.
-
-Under concurrency each request would otherwise pay its own batch-of-one encoder, tower and index calls, each
-with a fixed cost (model weights read back into the cache). Requests put their query on a thread-safe queue; a
+**The micro-batcher**: one text-encoder, tower and FAISS call for many concurrent text searches. Under
+concurrency each request would otherwise pay its own batch-of-one encoder, tower and index calls, each with a
+fixed cost (model weights read back into the cache). Requests put their query on a thread-safe queue; a
 few dedicated worker threads each take *everything waiting* (up to ``max_batch``), run it as one batch and hand
 each request its own row through the event loop. There is no waiting for a batch to fill: a lone request runs at
 once, so latency at low load is unchanged.

@@ -123,7 +123,11 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
         # the limits that are settings (and the loaded encoder's languages) instead of the code's ceilings.
         if app.openapi_schema is None:
             engine = app.state.engine
-            limits = {"k": settings.service.max_k, "offset": settings.service.max_offset, "q": settings.service.max_query_chars}
+            limits = {
+                "k": settings.service.max_k,
+                "offset": settings.service.max_offset,
+                "q": settings.service.max_query_chars,
+            }
             languages = list(engine.pipeline.languages or []) if engine is not None else None
             schema = apply_limits(document_errors(generate()), limits, languages)
             if engine is None:

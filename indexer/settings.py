@@ -251,7 +251,11 @@ class Settings(BaseSettings):
             return None
         for section in cls.FLAT_SECTIONS:
             annotation = cls.model_fields[section].annotation
-            if isinstance(annotation, type) and issubclass(annotation, BaseSettings) and name in annotation.model_fields:
+            if (
+                isinstance(annotation, type)
+                and issubclass(annotation, BaseSettings)
+                and name in annotation.model_fields
+            ):
                 return section
         return None
 
@@ -337,4 +341,3 @@ def warn_removed_settings(environ: Mapping[str, str] | None = None, *, once: boo
             extra={"removed_settings": found},
         )
     return found
-

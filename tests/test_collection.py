@@ -108,9 +108,7 @@ def test_bad_files_are_reported_not_fatal(
         assert_consistent(index)
 
 
-def test_metadata_is_stored_and_updated(
-    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
-) -> None:
+def test_metadata_is_stored_and_updated(tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder) -> None:
     (a,) = write_random_images(tmp_path / "in", 1)
     with open_index(tmp_settings, fake_encoder) as index:
         index.add_paths(

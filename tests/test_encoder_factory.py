@@ -28,7 +28,9 @@ def low_level_calls(root: Path = ROOT) -> list[str]:
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Call):
                     func = node.func
-                    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                    name = (
+                        func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                    )
                     if name in LOW_LEVEL:
                         found.append(f"{relative}:{node.lineno} {name}")
     return found
@@ -37,7 +39,9 @@ def low_level_calls(root: Path = ROOT) -> list[str]:
 def test_only_the_factory_calls_the_low_level_constructors(tmp_path: Path) -> None:
     assert low_level_calls() == []
     (tmp_path / "training").mkdir()
-    (tmp_path / "training" / "bare.py").write_text("import indexer.encoders as e\ne.factory.create_text_encoder('muse', p)\n")
+    (tmp_path / "training" / "bare.py").write_text(
+        "import indexer.encoders as e\ne.factory.create_text_encoder('muse', p)\n"
+    )
     assert low_level_calls(tmp_path) == ["training/bare.py:2 create_text_encoder"]
 
 

@@ -118,7 +118,9 @@ def settings_constructions(root: Path = ROOT) -> list[str]:
             for node in ast.walk(ast.parse(text)):
                 if isinstance(node, ast.Call):
                     func = node.func
-                    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                    name = (
+                        func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                    )
                     if name in names:
                         found.append(f"{relative}:{node.lineno} {name}")
     return found

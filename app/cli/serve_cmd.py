@@ -184,7 +184,9 @@ def register(cli: typer.Typer) -> None:
             if captions is not None and not captions.is_file():
                 console.print(f"[red]error:[/] {captions}: no such file", highlight=False)
                 raise typer.Exit(code=2)
-            index_collection(settings, collection, captions or settings.service.captions_file or collection.captions, quiet)
+            index_collection(
+                settings, collection, captions or settings.service.captions_file or collection.captions, quiet
+            )
             if settings.service.images_dir is None and collection.paths:
                 # The served photo folder is the default of POLYGLOT_ALLOWED_ROOTS (admin server paths, serving).
                 common = Path(os.path.commonpath([str(p.resolve()) for p in collection.paths]))

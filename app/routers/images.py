@@ -68,7 +68,9 @@ _IMAGE_RESPONSE = {200: {"content": {"image/*": {"schema": {"type": "string", "f
 
 def _verified_or_404(engine: Engine, record: ImageRecord) -> tuple[bytes, str]:
     try:
-        return verified_image(record, engine.settings.served_roots(engine.images.folder), engine.settings.index.allowed_roots)
+        return verified_image(
+            record, engine.settings.served_roots(engine.images.folder), engine.settings.index.allowed_roots
+        )
     except ServedFileError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be served: {exc}") from None
 
@@ -77,7 +79,9 @@ def verified_bytes_or_404(engine: Engine, record: ImageRecord) -> bytes:
     """The indexed bytes of ``record``, checked as for serving (size, sha256, no link out of the roots), in any
     image format the indexer reads (HEIC, RAW): for thumbnails and tags."""
     try:
-        return verified_bytes(record, engine.settings.served_roots(engine.images.folder), engine.settings.index.allowed_roots)
+        return verified_bytes(
+            record, engine.settings.served_roots(engine.images.folder), engine.settings.index.allowed_roots
+        )
     except ServedFileError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be read: {exc}") from None
 

@@ -37,9 +37,7 @@ TagResponse = dict[str, list[TagOut]]
 
 def load_tagger_component(engine: Engine) -> None:
     """Start-up hook (blocking): a Tagger over the engine's models, stored as ``engine.components["tagger"]``."""
-    engine.components["tagger"] = load_tagger(
-        engine.models, engine.settings, CaptionIndexRetriever(engine.captions)
-    )
+    engine.components["tagger"] = load_tagger(engine.models, engine.settings, CaptionIndexRetriever(engine.captions))
 
 
 async def get_tagger(engine: EngineDep) -> Tagger:

@@ -121,7 +121,9 @@ def load_alignments(
     parts = encoder.parts if isinstance(encoder, HybridTextEncoder) else [encoder]
     loaded: dict[str, TextEncoder] = {part.name: part for part in [*parts, encoder]}
     configured = settings.query.caption_alignments is not None
-    folders = settings.query.caption_alignments if settings.query.caption_alignments is not None else shipped_alignments()
+    folders = (
+        settings.query.caption_alignments if settings.query.caption_alignments is not None else shipped_alignments()
+    )
     found: list[CaptionAlignment] = []
     encoders: dict[str, TextEncoder] = {}
     pairs: dict[frozenset[str], str] = {}

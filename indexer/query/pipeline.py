@@ -21,7 +21,6 @@ Thread-safe: the service calls it from its search threads, ``polyglot evaluate``
 directly. Anything that searches (the image index, an in-memory index in evaluation) is a :class:`VectorSearch`.
 """
 
-
 from __future__ import annotations
 
 import threading
