@@ -36,10 +36,10 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from indexer.indexer_settings import IndexerSettings
     from indexer.query.models import load_models
+    from indexer.settings import Settings
 
-    settings = IndexerSettings()
+    settings = Settings()
     began = time.perf_counter()
     models = load_models(settings, alignments=False, clc=False, threads=args.threads)
     load_s = time.perf_counter() - began

@@ -4,20 +4,33 @@ loading, and a tower over it through the service's model loading."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 from gemma_fixtures import tiny_embeddinggemma
 
-from indexer.embedders import SHIPPED_STUDENT, TextEmbedder, shipped_tower_path
-from indexer.encoders import create_text_encoder
+from indexer.asset_paths import SHIPPED_STUDENT, shipped_tower_path
+from indexer.encoders import build_text_encoder
+from indexer.encoders.base import TextEncoder
 from indexer.encoders.embeddinggemma import DOCUMENT_PROMPT, HUB_MODEL, QUERY_PROMPT, EmbeddingGemmaEncoder
-from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import ModelFileMissingError
-from indexer.tower import TextTower
+from indexer.settings import Settings
+from indexer.tower import TextEmbedder, TextTower
 
 TEXTS = ["a dog runs on the beach", "un chien sur la plage", "ein hund am strand"]
+
+
+def create_text_encoder(spec: str, models_dir: Path) -> TextEncoder:
+    """The factory as every caller uses it: from settings (POLYGLOT_TEXT_ENCODER=spec, this models folder)."""
+    return build_text_encoder(Settings(home=models_dir.parent, models_dir=models_dir), spec)
+
+
+@pytest.fixture(autouse=True)
+def _no_polyglot_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in [key for key in os.environ if key.startswith("POLYGLOT_")]:
+        monkeypatch.delenv(key)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +96,7 @@ def test_a_tower_over_embeddinggemma_is_served(models_dir: Path, tmp_path: Path)
     assert shipped_tower_path("muse") == shipped_tower_path() == SHIPPED_STUDENT
     tower_dir = tmp_path / "tower"
     TextTower(768, 16, hidden_dims=[8], dropouts=[0.0, 0.0], text_encoder="embeddinggemma").save_pretrained(tower_dir)
-    settings = IndexerSettings(
+    settings = Settings(
         home=tmp_path, models_dir=models_dir, tower_path=tower_dir, text_encoder="embeddinggemma", caption_alignments=[]
     )
     models = load_models(settings, alignments=False, clc=False)

