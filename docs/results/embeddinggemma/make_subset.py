@@ -1,6 +1,7 @@
 """The caption subset EmbeddingGemma was trained and evaluated on (CPU budget): one caption per photo and language.
 
-Run from the repository root: writes var/data/m30k-f8k-gemma (captions.jsonl: train photos' task-1 English caption,
+Run from the repository root: writes var/data/m30k-f8k-gemma (captions.jsonl: train photos' task-1 English and Czech
+captions,
 dev photos' task-1 en/de/fr/cs and first pt caption; images and splits as m30k-f8k) and
 var/data/gemma-dev-extras.jsonl (the first zh, ja, ar, es, uk caption of each dev photo, for --extra-captions).
 """
@@ -17,7 +18,7 @@ def keep(r):
     seen.add(key); rows.append(r)
 for line in open(src / "m30k-f8k/captions.jsonl", encoding="utf-8"):
     r = json.loads(line)
-    if r["image"] in train and r["lang"] == "en" and r["source"] == "multi30k-task1": keep(r)
+    if r["image"] in train and r["lang"] in ("en", "cs") and r["source"] == "multi30k-task1": keep(r)
     if r["image"] in dev and (r["source"] == "multi30k-task1" or r["lang"] == "pt"): keep(r)
 for line in open(src / "more-langs/f8k-captions.jsonl", encoding="utf-8"):
     r = json.loads(line)
