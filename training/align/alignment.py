@@ -1,4 +1,4 @@
-"""``polyglot train --method cca|pcca|dcca-noi|dpcca-a|dpcca-b``: align two languages' frozen sentence features,
+"""``polyglot train align --method cca|pcca|dcca-noi|dpcca-a|dpcca-b``: align two languages' frozen sentence features,
 conditioned on the frozen image features (the DPCCA family, :mod:`training.align.cca` and :mod:`training.align.dcca`).
 
 Training triplets: for each image of the split, its Multi30K task-1 caption in language x (e.g. English), its

@@ -1,4 +1,4 @@
-"""``polyglot train --method smalr|hem|la``: SMALR (Burns et al. 2020) and its baselines on frozen image features.
+"""``polyglot train smalr --method smalr|hem|la``: SMALR (Burns et al. 2020) and its baselines on frozen image features.
 
 Recipe (§3, §4, Eq. (4)): L = L_mm + λ2·L_mask + λ3·L_adv + λ4·L_nc with λ1 = 1.5 inside L_mm, (λ2, λ3, λ4) =
 (1e-4, 1e-6, 5e-2); every triplet loss cosine, m = 0.05, top-10 most violated; Adam, lr 1e-3 (the paper's for

@@ -1,4 +1,4 @@
-"""Distillation on parallel and same-photo text (``polyglot train --text-corpus DIR --distill …``).
+"""Distillation on parallel and same-photo text (``polyglot train tower --text-corpus DIR --distill …``).
 
 Next to every image–caption batch, a batch of *student* captions from text-only corpora (``../shared/data/
 m30k-text``, ``../shared/data/more-langs/text-captions.jsonl``; :mod:`training.data.text_corpus`) is pulled towards

@@ -234,7 +234,7 @@ def save(
     }
     if distilled is not None:
         training["distilled"] = distilled
-    if disjoint is not None:  # the collections and options of `polyglot train --disjoint`
+    if disjoint is not None:  # the collections and options of `polyglot train tower --disjoint`
         training["disjoint"] = disjoint
     if result.dev is not None:
         training["dev"] = result.dev.report
