@@ -52,8 +52,11 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
         ),
         **options: Any,
     ) -> None:
-        """Fine-tune e5-small's first layers end to end into the image space (image–caption, distillation,
-        concept and language-keeping terms); resumable; writes a student folder servable as POLYGLOT_TOWER_PATH."""
+        """Train the served student: e5-small's first layers fine-tuned end to end into the image space.
+
+        Image–caption, distillation, concept and language-keeping terms; resumable (run it again to go on).
+
+        Writes a student folder servable as POLYGLOT_TOWER_PATH."""
         from indexer.embedders import research_tower_path
         from indexer.encoders.factory import image_encoder_from_settings
         from indexer.query.models import load_text_tower
