@@ -11,7 +11,7 @@ from rich.table import Table
 
 from app.cli import train_options as shared
 from app.cli.common import USER_ERRORS, console, fail
-from indexer.indexer_settings import IndexerSettings
+from app.cli.settings_cli import read_settings
 
 # Kept here (not imported from training.align) so that the command line lists them without loading the family.
 ALIGN_METHODS = ("raw", "cca", "pcca", "dcca-noi", "dpcca-a", "dpcca-b")  # raw: no alignment (reference)
@@ -58,7 +58,7 @@ def register(train_app: typer.Typer) -> None:
         from training.align.alignment import AlignConfig, run
         from training.align.dcca import ACTIVATIONS, NoiConfig
 
-        settings = IndexerSettings()
+        settings = read_settings()
         folder = shared.one_folder(data)
         if method not in ALIGN_METHODS:
             raise fail(f"unknown method {method!r}; choose tower or one of: {', '.join(ALIGN_METHODS)}")
@@ -67,17 +67,17 @@ def register(train_app: typer.Typer) -> None:
             raise fail(f"--method {method} aligns two languages: give --langs x,y (e.g. en,de), not {langs!r}")
         if activation not in ACTIVATIONS:
             raise fail(f"unknown activation {activation!r}; choose one of: {', '.join(ACTIVATIONS)}")
-        shared.set_threads(threads, settings.torch_threads)
+        shared.set_threads(threads, settings.models.torch_threads)
         noi = NoiConfig(hidden_layers=hidden_layers, activation=activation, rho=time_constant, **options)
         config = AlignConfig(
             data=folder,
             out=out,
             cache_dir=settings.resolved_cache_dir,
-            models_dir=settings.resolved_models_dir,
+            settings=settings,
             method=method,
             langs=(pair[0], pair[1]),
             text_encoder=text_encoder or "muse",
-            image_encoder=image_encoder or settings.image_encoder,
+            image_encoder=image_encoder or settings.models.image_encoder,
             split=split,
             dev_split=dev_split or None,
             holdout=holdout,

@@ -16,11 +16,12 @@ import typer
 from tqdm.auto import tqdm
 
 from app.cli.common import console
+from app.cli.settings_cli import read_settings
 from app.service_settings import ServiceSettings
 
 if TYPE_CHECKING:
     from indexer.captions import CaptionIndex
-    from indexer.embedders import TextEmbedder
+    from indexer.tower import TextEmbedder
 
 app = typer.Typer(help="Index captions for image → caption retrieval.", no_args_is_help=True)
 
@@ -37,7 +38,7 @@ def opened() -> Iterator[CaptionIndex]:
     from indexer.captions import CaptionIndex
     from indexer.store.locks import IndexBusyError
 
-    settings = ServiceSettings()
+    settings = read_settings(ServiceSettings)
     try:
         embedder = load_embedder(settings)
     except (FileNotFoundError, ValueError) as exc:

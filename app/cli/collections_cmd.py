@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from app.cli.common import USER_ERRORS, check_data, console, fail
-from indexer.indexer_settings import IndexerSettings
+from app.cli.settings_cli import read_settings
 
 collections_app = typer.Typer(help="Collections of photos with captions: cut a data set into disjoint ones.")
 pseudopairs_app = typer.Typer(help="Pseudo-pairs: caption one collection's photos with another's captions.")
@@ -63,7 +63,7 @@ def make_command(
         raise fail(f"unknown --filter {keep!r}; choose one of: {', '.join(FILTERS)}")
     for folder in (model, from_dir, to_dir):
         check_data(folder)
-    settings = IndexerSettings()
+    settings = read_settings()
     try:
         report = make_pseudopairs(
             model,
@@ -71,7 +71,7 @@ def make_command(
             to_dir,
             out,
             settings.resolved_cache_dir,
-            settings.resolved_models_dir,
+            settings,
             split,
             keep,
             with_originals,

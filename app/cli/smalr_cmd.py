@@ -11,7 +11,7 @@ from rich.table import Table
 
 from app.cli import train_options as shared
 from app.cli.common import USER_ERRORS, console, fail
-from indexer.indexer_settings import IndexerSettings
+from app.cli.settings_cli import read_settings
 
 SMALR_METHODS = ("smalr", "hem", "la")
 
@@ -72,19 +72,19 @@ def register(train_app: typer.Typer) -> None:
         from training.smalr.train import SmalrConfig, train_smalr
         from training.tower.train import parse_langs
 
-        settings = IndexerSettings()
+        settings = read_settings()
         folder = shared.one_folder(data)
         if method not in SMALR_METHODS:
             raise fail(f"unknown method {method!r}; choose one of: {', '.join(SMALR_METHODS)}")
-        shared.set_threads(threads, settings.torch_threads, always=True)
+        shared.set_threads(threads, settings.models.torch_threads, always=True)
         try:
             dims = [int(part) for part in smalr_dims.split(",") if part.strip()]
             if len(dims) != 3 or min(dims) < 1:
                 raise ValueError(f"--smalr-dims needs three positive widths (word,hidden,joint), not {smalr_dims!r}")
             config = SmalrConfig(
-                data=folder, out=out, cache_dir=settings.resolved_cache_dir, models_dir=settings.resolved_models_dir,
+                data=folder, out=out, cache_dir=settings.resolved_cache_dir, settings=settings,
                 langs=parse_langs(langs), method=method, split=split, holdout=holdout, max_images=max_images,
-                captions_per_lang=captions_per_lang, image_encoder=image_encoder or settings.image_encoder,
+                captions_per_lang=captions_per_lang, image_encoder=image_encoder or settings.models.image_encoder,
                 image_space_from=image_space_from, word_features=word_features, k_specific=k_specific,
                 n_latent=latent_size, word_dim=dims[0], hidden_dim=dims[1], joint_dim=dims[2],
                 pretrain_epochs=pretrain_epochs, mask_rate=mask_rate, top_n=triplet_top_n,

@@ -10,7 +10,7 @@ import typer
 
 from app.cli import train_options as shared
 from app.cli.common import USER_ERRORS, fail
-from indexer.indexer_settings import IndexerSettings
+from app.cli.settings_cli import read_settings
 
 SHARED = Path("../shared/data")
 
@@ -57,13 +57,13 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
         Image–caption, distillation, concept and language-keeping terms; resumable (run it again to go on).
 
         Writes a student folder servable as POLYGLOT_TOWER_PATH."""
-        from indexer.embedders import research_tower_path
-        from indexer.encoders.factory import image_encoder_from_settings
+        from indexer.asset_paths import research_tower_path
+        from indexer.encoders import build_image_encoder
         from indexer.query.models import load_text_tower
         from training.student.run import StudentData, run_student
         from training.student.train import StudentRecipe
 
-        settings = IndexerSettings()
+        settings = read_settings()
         recipe = StudentRecipe(
             layers=layers,
             frozen_layers=frozen_layers,
@@ -76,7 +76,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             weights={"photo": weight_photo, "distill": weight_distill, "concept": weight_concept, "keep": weight_keep},
             init=str(init) if init else None,
             threads=threads,
-            device=settings.device,
+            device=settings.models.device,
             **options,  # the schedule: steps, warm-up, seed
         )
         inputs = StudentData(data, text_corpus, list(photo_captions), list(translations), holdout=holdout)
@@ -84,7 +84,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             teacher_model = load_text_tower(  # the previous served model, not the student being replaced
                 settings, teacher or research_tower_path(), sentence_cache=settings.resolved_cache_dir
             )
-            image_encoder = image_encoder_from_settings(settings)
+            image_encoder = build_image_encoder(settings)
             run_student(
                 out,
                 recipe,

@@ -12,7 +12,7 @@ import typer
 from app.cli import train_options as shared
 from app.cli.common import USER_ERRORS, check_data, console, fail
 from app.cli.evaluate_cmd import print_evaluation
-from indexer.indexer_settings import IndexerSettings
+from app.cli.settings_cli import read_settings
 from training.losses import TOWER_LOSSES, LossOption, check_loss_options, loss_options
 from training.tower.space import SPACES
 
@@ -124,7 +124,7 @@ def register(train_app: typer.Typer) -> None:
         from indexer.atomic import atomic_write_json
         from training.tower.train import TrainConfig, parse_langs, train
 
-        settings = IndexerSettings()
+        settings = read_settings()
         for folder in data:
             check_data(folder)
         if len(data) > 1 and not disjoint:
@@ -139,13 +139,13 @@ def register(train_app: typer.Typer) -> None:
             chosen = check_loss_options(loss, options)  # the rest of **options: the losses' own
         except ValueError as exc:
             raise fail(str(exc)) from None
-        shared.set_threads(threads, settings.torch_threads)
+        shared.set_threads(threads, settings.models.torch_threads)
         try:
             config = TrainConfig(
                 data=data[0],
                 out=out,
                 cache_dir=settings.resolved_cache_dir,
-                models_dir=settings.resolved_models_dir,
+                settings=settings,
                 langs=parse_langs(langs) if langs or not disjoint else [],
                 split=split,
                 captions_per_lang=captions_per_lang,
@@ -154,8 +154,8 @@ def register(train_app: typer.Typer) -> None:
                 dev_split=dev_split or None,
                 loss=loss,
                 loss_options=chosen,
-                text_encoder=text_encoder or settings.text_encoder,
-                image_encoder=image_encoder or settings.image_encoder,
+                text_encoder=text_encoder or settings.models.text_encoder,
+                image_encoder=image_encoder or settings.models.image_encoder,
                 space=space,
                 image_space_from=image_space_from,
                 hidden_dims=[int(w) for w in hidden_dims.split(",") if w.strip()],

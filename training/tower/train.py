@@ -20,8 +20,9 @@ import torch
 from tqdm import tqdm
 
 from indexer.bridge import LanguageBridge, remove_bridge
-from indexer.encoders import create_image_encoder, create_text_encoder
+from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.image_space import ImageSpace
+from indexer.settings import Settings
 from indexer.tower import TextTower
 from training.data.prepared import PreparedSplit, prepare_split
 from training.data.sampler import DistinctImageBatches
@@ -44,7 +45,7 @@ class TrainConfig(Schedule):  # the M3L paper's schedule: the defaults of Schedu
     data: Path
     out: Path
     cache_dir: Path
-    models_dir: Path
+    settings: Settings  # encoders are built from it (models folder, device, backend, e5 precision)
     langs: list[str]
     split: str = "train"
     dev_split: str | None = "dev"
@@ -89,8 +90,8 @@ def _quick_dev_score(
 def train(config: TrainConfig) -> TrainResult:
     started = time.perf_counter()
     torch.manual_seed(config.seed)
-    image_encoder = create_image_encoder(config.image_encoder)
-    text_encoder = create_text_encoder(config.text_encoder, config.models_dir)
+    image_encoder = build_image_encoder(config.settings, config.image_encoder)
+    text_encoder = build_text_encoder(config.settings, config.text_encoder)
     unsupported = [lang for lang in config.langs if not text_encoder.supports(lang)]
     if unsupported:
         log.warning("text encoder %s does not declare %s; training on them anyway", text_encoder.name, unsupported)
@@ -222,7 +223,7 @@ def save(
     disjoint: dict[str, Any] | None = None,
 ) -> None:
     recipe = json.loads(json.dumps(config.recipe(), default=str))  # paths (also inside the distill options) as text
-    for private in ("cache_dir", "models_dir", "out", "command"):
+    for private in ("cache_dir", "settings", "out", "command"):
         recipe.pop(private, None)
     training: dict[str, Any] = {
         "recipe": recipe,
