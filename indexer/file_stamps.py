@@ -78,7 +78,7 @@ class FileStamps:
         with self._lock:
             self._db.execute("DELETE FROM stamps WHERE path >= ? AND path < ?", (below, below[:-1] + "0"))
 
-    def _write(self, statement: str, rows: list[tuple[object, ...]]) -> None:
+    def _write(self, statement: str, rows: Sequence[tuple[object, ...]]) -> None:
         if not rows:
             return
         with self._lock:
