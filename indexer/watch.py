@@ -44,6 +44,8 @@ class SyncReport:
     added: int = 0
     removed: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    found: int = 0  # catch-up (sync): image files in the folders …
+    read: int = 0  # … and how many of them were read (new or changed since the watcher last saw them)
 
     def __bool__(self) -> bool:
         return bool(self.added or self.removed or self.failed)
@@ -97,6 +99,7 @@ class FolderWatcher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._stamps = FileStamps(index.folder)
+        self.caught_up: SyncReport | None = None  # the last catch-up's report (`polyglot index watch` prints it)
 
     # ------------------------------------------------------------------ running
     def start(self, *, catch_up: bool = True, background: bool = False) -> FolderWatcher:
@@ -206,11 +209,13 @@ class FolderWatcher:
             report.removed = self.index.remove(doomed)
             self._stamps.forget(path for _, path in vanished)
         todo = self._new_or_changed(files)
+        report.found, report.read = len(files), len(todo)
         if todo:
             added = self._add(todo)
             report.added, report.failed = added.added, added.failed
         if report and self.on_change is not None:
             self.on_change(report, doomed)
+        self.caught_up = report
         return report
 
     def _new_or_changed(self, files: Sequence[Path]) -> dict[Path, Stamp | None]:

@@ -121,6 +121,8 @@ def test_a_second_start_reads_only_new_and_changed_files(
         assert start() == (0, 7, 7)
         index.remove([r.id for r in index.list(limit=100) if r.path.endswith("p1.jpg")])  # a row removed by hand
         assert start() == (1, 7, 7)  # its stamp no longer has a row: read and indexed again
+        report = FolderWatcher(index, [folder]).sync()
+        assert (report.found, report.read) == (7, 0)
         (folder / "sub" / "p3.jpg").unlink()
         assert start() == (0, 6, 6)  # a file gone: removed, nothing read
 
