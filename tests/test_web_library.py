@@ -102,6 +102,20 @@ def test_url_state_filters_detail_view_and_back_button(live_server: str, pages) 
     assert "similar" in _query(page) and "q" not in _query(page)
 
 
+def test_the_same_search_again_adds_no_history_entry(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
+    page = pages()
+    page.goto(live_server + "/?q=a+photo&lang=en")
+    page.wait_for_selector(".card")
+    page.fill("#folder", "Lisbon")
+    page.locator("#folder").press("Enter")  # the filter changed and the form submitted: one new entry
+    page.wait_for_function("location.search.includes('folder=Lisbon')")
+    page.locator("#query").press("Enter")  # the same search again: no new entry
+    page.wait_for_function("document.querySelectorAll('.card').length === 10")
+    page.go_back()  # one step back is the search before the filter, not a copy of this one
+    page.wait_for_function("!location.search.includes('folder=')")
+    page.wait_for_function("document.getElementById('folder').value === ''")
+
+
 def test_infinite_scroll_loads_the_next_page(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
     page = pages(1100, 700)
     page.goto(live_server + "/?q=a+photo&lang=en")

@@ -288,7 +288,10 @@ function searchByFile(file) {
 function newSearch() {
   if (state.mode === "image" && state.file) { runSearch(); return; }
   if (!state.mode) return;
-  history.pushState(null, "", pageUrl());
+  // A new history entry only for a new URL: pressing Enter again (or a filter changed back) must not make the
+  // back button step through copies of the page it is on.
+  const url = pageUrl();
+  if (url !== location.search && url !== location.pathname + location.search) history.pushState(null, "", url);
   runSearch();
 }
 
