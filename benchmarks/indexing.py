@@ -8,7 +8,9 @@ Run from the repository root (results go to benchmarks/indexing.md)::
         --backends onnx --decodes reduced full --skip-open --out benchmarks/indexing-12mpx.md
 
 * indexing: ``ImageIndex.add_paths`` on ``--sample`` photos into a fresh index with a fresh (empty) features
-  cache: read + sha256 + decode + preprocess + CNN + SQL + FAISS, i.e. what ``polyglot index add`` does;
+  cache: read + sha256 + decode + preprocess + CNN + SQL + FAISS, i.e. what ``polyglot index add`` does; photos/s
+  and the CPU seconds of the whole process per photo (load-independent: ``2 / cpu_s`` is what two idle cores
+  reach), with the load average before and after;
 * decode+preprocess only: ``decode_image`` + the encoder's resize/crop/normalise on the same photos;
 * model only: the CNN on random tensors of the same batch size;
 * size: FAISS file and SQLite file per image;
@@ -272,7 +274,9 @@ def main() -> None:
         print(json.dumps(opened), flush=True)
     command = ".venv/bin/python benchmarks/indexing.py " + " ".join(sys.argv[1:])
     args.out.write_text(markdown(results, opened, command.strip(), load_start), encoding="utf-8")
-    print(f"wrote {args.out}")
+    raw = {"command": command.strip(), "load_average_1min_start": load_start, "encoders": results, "open": opened}
+    args.out.with_suffix(".json").write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
 
 
 if __name__ == "__main__":
