@@ -148,6 +148,48 @@ def test_serve_watch_keeps_the_service_in_sync(
         assert seconds < 5
 
 
+def test_serve_watch_starts_through_the_catch_up_reading_only_what_changed(
+    service_settings: ServiceSettings,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``serve --images DIR --watch`` indexes the folder on start through the watcher's catch-up: a restart reads
+    only new and changed photos (before, every photo was read and hashed again by ``index add``)."""
+    from app.cli import serve_cmd
+    from indexer.store import ingest
+
+    hashed: list[int] = []
+    real_hash = ingest.content_hash
+    monkeypatch.setattr(ingest, "content_hash", lambda data: hashed.append(len(data)) or real_hash(data))
+    real_open = ImageIndex.open.__func__  # type: ignore[attr-defined]
+    encoder = FakeImageEncoder(delay=0)
+    monkeypatch.setattr(
+        ImageIndex,
+        "open",
+        classmethod(
+            lambda cls, settings, **_: real_open(
+                cls, settings, encoder=encoder, image_space=ImageSpace("l2"), create=True
+            )
+        ),
+    )
+    folder = tmp_path / "served"
+    for n in range(3):
+        write(folder, f"p{n}.jpg", jpeg(seed=n))
+
+    def start() -> int:
+        hashed.clear()
+        serve_cmd.index_collection(service_settings, serve_cmd.folder_collection(folder), None, True, watched=folder)
+        return len(hashed)
+
+    assert start() == 3
+    assert start() == 0
+    write(folder, "p3.jpg", jpeg(seed=3))
+    (folder / "p0.jpg").unlink()
+    assert start() == 1
+    with ImageIndex.open(service_settings) as index:
+        assert set(_names(index)) == {"p1.jpg", "p2.jpg", "p3.jpg"}
+
+
 def test_index_watch_refuses_a_missing_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
