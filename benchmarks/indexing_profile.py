@@ -38,8 +38,8 @@ from indexer.encoders.efficientnet_onnx import EfficientNetLiteOnnxEncoder
 from indexer.image_sources import expand_sources
 from indexer.image_space import ImageSpace
 from indexer.images import content_hash, decode_image
-from indexer.indexer_settings import IndexerSettings
 from indexer.photo_metadata import photo_facts
+from indexer.settings import Settings
 from indexer.store.ingest import fact_columns, header_size, read_bounded
 from indexer.store.metadata import MetadataStore, NewImage, sqlite_url
 from indexer.store.vector_files import new_vectors
@@ -80,7 +80,7 @@ def profile(photos: list[Path], batches: list[int], threads: list[int], side: in
     count = len(photos)
     datas = [read_bounded(path, None) for path in photos]
     images = [decode_image(data, min_side=side) for data in datas]
-    encoder = EfficientNetLiteOnnxEncoder("efficientnet-lite2", IndexerSettings().resolved_models_dir)
+    encoder = EfficientNetLiteOnnxEncoder("efficientnet-lite2", Settings().resolved_models_dir)
     inputs = [encoder.prepare(image) for image in images]
     stages: dict[str, float] = {
         "read": per_photo(lambda i: read_bounded(photos[i], None), count),
@@ -126,7 +126,7 @@ def profile(photos: list[Path], batches: list[int], threads: list[int], side: in
     model: list[dict[str, Any]] = []
     for thread_count in threads:
         encoder = EfficientNetLiteOnnxEncoder(
-            "efficientnet-lite2", IndexerSettings().resolved_models_dir, threads=thread_count
+            "efficientnet-lite2", Settings().resolved_models_dir, threads=thread_count
         )
         encoder.load()
         for batch in batches:

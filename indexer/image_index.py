@@ -35,10 +35,10 @@ from tqdm.auto import tqdm
 
 from indexer.atomic import atomic_write_bytes
 from indexer.encoders.base import ImageEncoder
-from indexer.encoders.factory import image_encoder_from_settings
+from indexer.encoders.factory import build_image_encoder
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, content_hash, decode_image
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store import opening
 from indexer.store.core import DB_NAME, AddReport, IndexCore, Prepared
 from indexer.store.failures import BackendUnavailableError, DiskFullError, translated
@@ -78,7 +78,7 @@ class ImageIndex(IndexCore):
     @classmethod
     def open(
         cls,
-        settings: IndexerSettings,
+        settings: Settings,
         *,
         image_space: ImageSpace | None = None,
         create: bool = True,
@@ -94,7 +94,7 @@ class ImageIndex(IndexCore):
         """
         folder = Path(settings.resolved_index_dir)
         sidecar = opening.read_sidecar(folder, create=create)
-        encoder = encoder or image_encoder_from_settings(settings)
+        encoder = encoder or build_image_encoder(settings)
         opening.check_encoder(folder, sidecar, encoder)
         space = image_space or opening.default_image_space(settings)
         stale = opening.is_stale(folder, sidecar, space, rebuild_if_stale=rebuild_if_stale)
@@ -133,6 +133,11 @@ class ImageIndex(IndexCore):
         return self.sidecar.dim
 
     # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        """Vectors in the index (a search's ``total_images``)."""
+        with self._rw.read():
+            return len(self._vectors) if self._vectors is not None else 0
+
     def search(
         self, vectors: np.ndarray, k: int, offset: int = 0, allowed: np.ndarray | None = None
     ) -> builtins.list[builtins.list[Hit]]:
@@ -201,13 +206,13 @@ class ImageIndex(IndexCore):
             existing = self.store.by_paths([str(p) for p in unique])
             bar = tqdm(total=len(unique), unit="img", desc="indexing", disable=not progress, dynamic_ncols=True)
             last_save = time.monotonic()
-            size = self.settings.batch_size
+            size = self.settings.index.batch_size
             batches = [unique[start : start + size] for start in range(0, len(unique), size)]
 
             workers = self._ingest_workers()
 
             def read_and_prepare(batch: builtins.list[Path]) -> tuple[FileBatch, Prepared]:
-                files = read_files(batch, existing, meta, self.settings.max_file_bytes)
+                files = read_files(batch, existing, meta, self.settings.index.max_file_bytes)
                 prepared = self._prepare(files.items)
                 if workers > 1:
                     self._encode(prepared, threads=1)  # this worker's share of the cores: one
@@ -259,7 +264,7 @@ class ImageIndex(IndexCore):
         return report
 
     def add_image_bytes(self, data: bytes, filename: str, metadata: dict | None = None) -> ImageRecord:
-        image = decode_image(data, max_pixels=self.settings.max_image_pixels)
+        image = decode_image(data, max_pixels=self.settings.index.max_image_pixels)
         sha = content_hash(data)
         meta = dict(metadata or {})
         meta["extra"] = {**(meta.get("extra") or {}), "filename": filename}

@@ -24,7 +24,7 @@ from indexer.encoders.base import ImageEncoder
 from indexer.feature_cache import FeatureCache
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, decode_image
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store import vector_files as vf
 from indexer.store.failures import DiskFullError, translated
 from indexer.store.index_kinds import KINDS, VectorIndexSettings, choose_kind
@@ -76,7 +76,7 @@ class IndexCore(ABC):
     def __init__(
         self,
         folder: Path,
-        settings: IndexerSettings,
+        settings: Settings,
         encoder: ImageEncoder,
         space: ImageSpace,
         sidecar: Sidecar,
@@ -102,10 +102,6 @@ class IndexCore(ABC):
         # Set when the last write could not be saved (no space): the index serves its last good state (plus, in
         # memory, what SQL has and the features cache restores) and the next write retries the pending save.
         self.read_only_reason: str | None = None
-
-    def __len__(self) -> int:
-        with self._rw.read():
-            return len(self._vectors) if self._vectors is not None else 0
 
     @contextmanager
     def _writer(self) -> Iterator[None]:
@@ -164,10 +160,10 @@ class IndexCore(ABC):
     def _loaded_encoder(self) -> ImageEncoder:
         with self._encoder_lock:
             if not self.encoder.loaded:
-                if self.settings.torch_threads:
+                if self.settings.models.torch_threads:
                     import torch
 
-                    torch.set_num_threads(self.settings.torch_threads)
+                    torch.set_num_threads(self.settings.models.torch_threads)
                 self.encoder.load()
         return self.encoder
 
@@ -192,14 +188,14 @@ class IndexCore(ABC):
             if image is None:
                 try:
                     image = decode_image(
-                        item.data, max_pixels=self.settings.max_image_pixels, min_side=self._decode_side()
+                        item.data, max_pixels=self.settings.index.max_image_pixels, min_side=self._decode_side()
                     )
                 except ImageDecodeError as exc:
                     prepared.broken[sha] = str(exc)
                     continue
             # item.size stays as given: a reduced decode's size is not the photo's (read from the header at insert)
             prepared.inputs[sha] = self.encoder.prepare(image)
-            if self.settings.index_thumbnails:
+            if self.settings.index.index_thumbnails:
                 self._thumbnail(sha, image)
         return prepared
 
@@ -222,21 +218,21 @@ class IndexCore(ABC):
         encoder runs a call on one thread (``per_call_threads``): each worker then keeps one core busy with its own
         batch, decoding included, at the least CPU per photo (indexer/encoders/efficientnet_onnx.py). Otherwise
         one, which decodes the next batch while the encoder runs over the cores on this one."""
-        if self.settings.indexing_workers:
-            return self.settings.indexing_workers
+        if self.settings.index.indexing_workers:
+            return self.settings.index.indexing_workers
         return available_cores() if self.encoder.per_call_threads else 1
 
     def _decode_side(self) -> int | None:
         """The short side photos are decoded down to: the encoder's, and the thumbnail's when it is written from
         the same decode (a 256-px thumbnail needs a short side of at most 256)."""
         side = self.encoder.decode_side
-        if self.settings.decode_full_size or side is None:
+        if self.settings.index.decode_full_size or side is None:
             return None
-        return max(side, self.settings.thumbnail_size) if self.settings.index_thumbnails else side
+        return max(side, self.settings.index.thumbnail_size) if self.settings.index.index_thumbnails else side
 
     def _thumbnail(self, sha: str, image: Image.Image) -> None:
         try:
-            write_thumbnail(self.settings.resolved_cache_dir, sha, image, self.settings.thumbnail_size)
+            write_thumbnail(self.settings.resolved_cache_dir, sha, image, self.settings.index.thumbnail_size)
         except OSError as exc:  # a cache: indexing goes on, the service makes it on request
             log.warning("thumbnail not written", extra={"sha256": sha, "error": str(exc)})
 
@@ -339,12 +335,13 @@ class IndexCore(ABC):
     def _maybe_change_kind(self, progress: bool) -> None:
         """Apply the size rule after growth (never shrink automatically: `rebuild` does that)."""
         current = self._vectors.kind if self._vectors is not None else None
-        wanted = choose_kind(len(self), self.index_settings)
+        count = len(self._vectors) if self._vectors is not None else 0  # called by the writer: nothing else changes them
+        wanted = choose_kind(count, self.index_settings)
         if current is None or wanted == current:
             return
         if self.index_settings.kind == "auto" and KINDS.index(wanted) < KINDS.index(current):
             return
-        log.info("index kind change", extra={"from": current, "to": wanted, "count": len(self)})
+        log.info("index kind change", extra={"from": current, "to": wanted, "count": count})
         self.rebuild(progress=progress)
 
     def _reconcile_if_free(self) -> None:
