@@ -209,21 +209,29 @@ class ImageIndex(IndexCore):
             size = self.settings.index.batch_size
             batches = [unique[start : start + size] for start in range(0, len(unique), size)]
 
+            workers = self._ingest_workers()
+
             def read_and_prepare(batch: builtins.list[Path]) -> tuple[FileBatch, Prepared]:
                 files = read_files(batch, existing, meta, self.settings.index.max_file_bytes)
-                return files, self._prepare(files.items)
+                prepared = self._prepare(files.items)
+                if workers > 1:
+                    self._encode(prepared, threads=1)  # this worker's share of the cores: one
+                return files, prepared
 
-            # One worker reads, hashes, decodes and preprocesses batch i+1 while the encoder runs on batch i: on
-            # this 2-core machine that hides most of the decoding behind inference (benchmarks/indexing.md).
+            # Several workers (one per core, indexer/store/core.py: _ingest_workers): each reads, hashes, decodes
+            # and encodes a batch of its own, so decoding and the network overlap on every core; this thread only
+            # writes rows and vectors, in order. One worker (encoders that take no per-call threads): it reads and
+            # decodes batch i+1 while the encoder runs on batch i here (benchmarks/indexing-12mpx.md).
+            in_flight = workers + 1 if workers > 1 else PREFETCH_BATCHES
             unsaved: builtins.list[int] = []  # ids added since the last save: undone if the next save fails
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-decode") as pool:
-                ahead = [pool.submit(read_and_prepare, batch) for batch in batches[:PREFETCH_BATCHES]]
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="index-decode") as pool:
+                ahead = [pool.submit(read_and_prepare, batch) for batch in batches[:in_flight]]
                 try:
                     with translated(self.folder):
                         for number, batch in enumerate(batches):
                             files, prepared = ahead.pop(0).result()
-                            if number + PREFETCH_BATCHES < len(batches):
-                                ahead.append(pool.submit(read_and_prepare, batches[number + PREFETCH_BATCHES]))
+                            if number + in_flight < len(batches):
+                                ahead.append(pool.submit(read_and_prepare, batches[number + in_flight]))
                             report.failed += files.failed
                             report.skipped += files.skipped
                             if files.updates:

@@ -12,12 +12,12 @@ import torch
 import indexer.encoders.factory as factory_module
 from indexer.settings import Settings
 from indexer.tower import TextTower
-from training.data import DatasetError
-from training.evaluate import evaluate_tower
-from training.prepared import prepare_split
-from training.sampler import DistinctImageBatches
-from training.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
-from training.train import TrainConfig, parse_langs, train
+from training.data.dataset import DatasetError
+from training.data.prepared import prepare_split
+from training.data.sampler import DistinctImageBatches
+from training.data.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
+from training.evaluation.evaluate import evaluate_tower
+from training.tower.train import TrainConfig, parse_langs, train
 
 
 @pytest.fixture(autouse=True)
@@ -207,8 +207,8 @@ def test_max_images_keeps_a_fixed_subset(tmp_path: Path) -> None:
 
 
 def test_concept_term_puts_class_names_on_their_prototypes(tmp_path: Path) -> None:
-    from training.concept_set import TOWER_CONCEPT_TEMPLATES, ConceptOptions
     from training.student.corpus import class_prototypes
+    from training.tower.concept_set import TOWER_CONCEPT_TEMPLATES, ConceptOptions
 
     def accuracy(folder: Path) -> float:
         tower = TextTower.from_pretrained(folder)

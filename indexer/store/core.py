@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -59,6 +60,14 @@ class AddReport:
     added: int = 0
     skipped: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+
+def available_cores() -> int:
+    """CPUs this process may run on (its affinity mask: a container's or ``taskset``'s limit, not the host's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+        return max(1, os.cpu_count() or 1)
 
 
 class IndexCore(ABC):
@@ -178,7 +187,9 @@ class IndexCore(ABC):
             image = (decoded or {}).get(sha)
             if image is None:
                 try:
-                    image = decode_image(item.data, max_pixels=self.settings.index.max_image_pixels, min_side=self._decode_side())
+                    image = decode_image(
+                        item.data, max_pixels=self.settings.index.max_image_pixels, min_side=self._decode_side()
+                    )
                 except ImageDecodeError as exc:
                     prepared.broken[sha] = str(exc)
                     continue
@@ -187,6 +198,29 @@ class IndexCore(ABC):
             if self.settings.index.index_thumbnails:
                 self._thumbnail(sha, image)
         return prepared
+
+    def _encode(self, prepared: Prepared, threads: int | None = None) -> dict[str, np.ndarray]:
+        """The network on the prepared inputs: features into the cache (before any row refers to them) and into
+        ``prepared.features``, whose inputs are dropped. Thread-safe: with several ingest workers each runs it on
+        the batch it decoded, on ``threads`` intra-op threads (:meth:`_ingest_workers`)."""
+        todo = [sha for sha in prepared.inputs if sha not in prepared.features]
+        fresh: dict[str, np.ndarray] = {}
+        if todo:
+            computed = self._loaded_encoder().predict_prepared([prepared.inputs[sha] for sha in todo], threads=threads)
+            fresh = dict(zip(todo, computed, strict=True))
+            self._feature_cache().put_many(fresh)
+            prepared.features.update(fresh)
+        prepared.inputs.clear()  # the pixels of a batch are not kept once encoded
+        return fresh
+
+    def _ingest_workers(self) -> int:
+        """Threads that read, hash, decode and encode batches side by side in ``add_paths``. One per core when the
+        encoder runs a call on one thread (``per_call_threads``): each worker then keeps one core busy with its own
+        batch, decoding included, at the least CPU per photo (indexer/encoders/efficientnet_onnx.py). Otherwise
+        one, which decodes the next batch while the encoder runs over the cores on this one."""
+        if self.settings.index.indexing_workers:
+            return self.settings.index.indexing_workers
+        return available_cores() if self.encoder.per_call_threads else 1
 
     def _decode_side(self) -> int | None:
         """The short side photos are decoded down to: the encoder's, and the thumbnail's when it is written from
@@ -210,12 +244,7 @@ class IndexCore(ABC):
             return []
         prepared = prepared or self._prepare(items)
         features, broken = dict(prepared.features), prepared.broken
-        todo = [sha for sha in prepared.inputs if sha not in features]
-        if todo:
-            computed = self._loaded_encoder().predict_prepared([prepared.inputs[sha] for sha in todo])
-            fresh = dict(zip(todo, computed, strict=True))
-            self._feature_cache().put_many(fresh)
-            features.update(fresh)
+        features.update(self._encode(prepared))
         good: builtins.list[Item] = []
         for item in items:
             if item.sha256 in broken:
