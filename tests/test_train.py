@@ -207,7 +207,7 @@ def test_max_images_keeps_a_fixed_subset(tmp_path: Path) -> None:
 
 
 def test_concept_term_puts_class_names_on_their_prototypes(tmp_path: Path) -> None:
-    from training.student.corpus import class_prototypes
+    from training.losses.concept import class_prototypes
     from training.tower.concept_set import TOWER_CONCEPT_TEMPLATES, ConceptOptions
 
     def accuracy(folder: Path) -> float:

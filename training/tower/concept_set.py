@@ -17,8 +17,7 @@ import torch
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.tower import TextTower
 from training.data.features import text_embeddings
-from training.losses.concept import ConceptLoss
-from training.student.corpus import class_prototypes
+from training.losses.concept import ConceptLoss, class_prototypes
 from training.tower.space import tower_outputs
 
 TOWER_CONCEPT_TEMPLATES = ("{}",)
