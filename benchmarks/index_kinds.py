@@ -32,8 +32,8 @@ import numpy as np
 
 from indexer.indexer_settings import IndexerSettings
 from indexer.query import QueryCache, QueryPipeline, load_models
-from indexer.store.core import FAISS_NAME
 from indexer.store.sidecar import Sidecar
+from indexer.store.vector_files import FAISS_NAME
 from indexer.store.vectors import VectorIndex
 
 ROOT = Path(__file__).resolve().parents[1]

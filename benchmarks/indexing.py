@@ -83,7 +83,7 @@ def bench_encoder(name: str, photos: list[Path], batch_size: int, backend: str, 
         result["memory_bytes_per_image"] = index.stats()["memory_bytes_per_image"]
         index.close()
 
-        side = None if decode == "full" else index._decode_side()
+        side = None if decode == "full" else index._ingest.decode_side()
         start = time.perf_counter()
         for path in photos:
             encoder.prepare(decode_image(path.read_bytes(), min_side=side))
