@@ -1,10 +1,10 @@
-"""The two halves of the shared space, ready to use: text → index space, and image → index space.
+"""The text half of the shared space, ready to use: text → index space.
 
 ``TextEmbedder`` = sentence encoder + trained :class:`~indexer.tower.TextTower` (the shipped student,
 :class:`~indexer.student.encoder.StudentEmbedder`, is one whose encoder is its own trained trunk; a research tower's
-is a frozen multilingual encoder, with its optional language bridge).
-``ImageEmbedder`` = frozen CNN + the fixed :class:`~indexer.image_space.ImageSpace` normalisation.
-Both return float32 unit vectors, so inner product = cosine similarity everywhere (FAISS, tagging, captions).
+is a frozen multilingual encoder, with its optional language bridge). The image half is the image encoder followed
+by the fixed :class:`~indexer.image_space.ImageSpace` normalisation (``ImageIndex`` and the query pipeline apply
+it). Both give float32 unit vectors, so inner product = cosine similarity everywhere (FAISS, tagging, captions).
 """
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 
 from indexer.bridge import LanguageBridge
-from indexer.encoders.base import ImageEncoder, TextEncoder
-from indexer.encoders.factory import create_image_encoder, create_text_encoder
-from indexer.image_space import ImageSpace
+from indexer.encoders.base import TextEncoder
+from indexer.encoders.factory import create_text_encoder
 from indexer.sentence_cache import cached_sentences
 from indexer.tower import TextTower
 
@@ -103,26 +101,3 @@ class TextEmbedder:
         if self.bridge is not None:
             sentences = self.bridge.apply(sentences, langs)
         return self.tower.embed(sentences)
-
-
-class ImageEmbedder:
-    def __init__(self, encoder: ImageEncoder, space: ImageSpace) -> None:
-        self.encoder = encoder
-        self.space = space
-
-    @classmethod
-    def create(cls, spec: str, space: ImageSpace, device: str = "cpu") -> ImageEmbedder:
-        return cls(create_image_encoder(spec, device=device), space)
-
-    def load(self) -> None:
-        self.encoder.load()
-
-    def features(self, images: Sequence[Image.Image]) -> np.ndarray:
-        """Raw pooled CNN features (what the features cache stores)."""
-        return self.encoder.predict(images)
-
-    def embed_features(self, features: np.ndarray) -> np.ndarray:
-        return self.space.apply(features)
-
-    def embed(self, images: Sequence[Image.Image]) -> np.ndarray:
-        return self.space.apply(self.encoder.predict(images))
