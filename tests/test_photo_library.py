@@ -183,6 +183,24 @@ def test_a_folder_of_mixed_formats_indexes_with_its_facts(
     assert records["web.avif"].taken_at is None and records["web.avif"].folder == str(folder.resolve())
 
 
+def test_adding_again_fills_the_facts_of_rows_from_before_them(
+    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+) -> None:
+    """README: ``polyglot index add`` (or the watcher) fills the facts in for unchanged files it meets."""
+    photo = write(tmp_path / "Lisbon", "beach.jpg", jpeg(seed=1, taken=datetime(2024, 7, 14, 18, 30), gps=LISBON))
+    with ImageIndex.open(tmp_settings, encoder=fake_encoder, image_space=ImageSpace("l2")) as index:
+        assert index.add_paths([photo], progress=False).added == 1
+        with index.store.transaction() as session:  # as a row made before the facts existed
+            session.execute(text("UPDATE images SET folder = NULL, taken_at = NULL, latitude = NULL, longitude = NULL"))
+        assert index.store.missing_facts([1]) == {1}
+        again = index.add_paths([photo], progress=False)
+        assert (again.added, again.skipped) == (0, 1) and fake_encoder.encoded == 1
+        record = index.get(1)
+    assert record is not None and record.folder == str(photo.parent.resolve())
+    assert record.taken_at == datetime(2024, 7, 14, 18, 30)
+    assert record.latitude == pytest.approx(LISBON[0], abs=1e-5)
+
+
 # ------------------------------------------------------------------------------------------ migration
 _OLD_SCHEMA = """CREATE TABLE {t} (
     id INTEGER PRIMARY KEY {auto}, path VARCHAR(4096) UNIQUE NOT NULL, sha256 VARCHAR(64) NOT NULL,

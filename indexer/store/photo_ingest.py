@@ -72,13 +72,15 @@ class PhotoIngest:
         meta = {Path(k).expanduser().resolve(): v for k, v in (metadata or {}).items()}
         with maintenance.writing():
             existing = state.store.by_paths([str(p) for p in unique])
+            # Rows from before the photo facts (EXIF date, GPS, folder) get them from the file when it is met again.
+            refresh = state.store.missing_facts([id_ for id_, _ in existing.values()])
             bar = tqdm(total=len(unique), unit="img", desc="indexing", disable=not progress, dynamic_ncols=True)
             last_save = time.monotonic()
             size = state.settings.batch_size
             batches = [unique[start : start + size] for start in range(0, len(unique), size)]
 
             def read_and_prepare(batch: builtins.list[Path]) -> tuple[FileBatch, Prepared]:
-                files = read_files(batch, existing, meta, state.settings.max_file_bytes)
+                files = read_files(batch, existing, meta, state.settings.max_file_bytes, refresh)
                 return files, self.prepare(files.items)
 
             # One worker reads, hashes, decodes and preprocesses batch i+1 while the encoder runs on batch i: on
@@ -96,6 +98,8 @@ class PhotoIngest:
                             report.skipped += files.skipped
                             if files.updates:
                                 state.store.update_many(files.updates)
+                            if files.facts:
+                                state.store.set_facts(files.facts)
                             records = self.commit(files.items, report, prepared)
                             unsaved += [r.id for r in records]
                             report.added += len(records)
