@@ -10,7 +10,7 @@ On disk (one folder, ``settings.resolved_index_dir``)::
 
     index.json        sidecar: format version, encoder, dim, index type, image space, count, times, versions
     vectors.faiss     FAISS index of unit vectors, id = SQL primary key (all kinds but ivf-pq-mmap)
-    ivf-pq-mmap/g*/   ivf-pq-mmap: codes + memory-mapped vectors (indexer/store/vector_files.py)
+    ivf-pq-mmap/g*/   ivf-pq-mmap: codes + memory-mapped vectors (indexer/store/mmap_index.py)
     (milvus-*)        POLYGLOT_INDEX_BACKEND=milvus: the vectors in a Milvus collection named in index.json instead
     metadata.sqlite   image metadata (unless POLYGLOT_DATABASE_URL points elsewhere, e.g. PostgreSQL)
     uploads/          images uploaded through the service, named <sha256><ext>

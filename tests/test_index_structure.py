@@ -14,7 +14,7 @@ INDEX_PACKAGES = ["indexer/store", "indexer/distributed"]
 BACKEND_CLASSES = {"FaissFileVectors", "MmapIvfIndex", "MilvusVectors", "MmapBuilder"}
 # Where a backend class may be named: its own module, and the one module that chooses the backend.
 BACKEND_HOMES = {
-    "indexer/store/faiss_file.py",
+    "indexer/store/vectors.py",
     "indexer/store/mmap_index.py",
     "indexer/store/milvus_vectors.py",
     "indexer/store/vector_files.py",

@@ -2,7 +2,7 @@
 
 Three backends implement it:
 
-* :class:`indexer.store.faiss_file.FaissFileVectors`: the in-RAM FAISS kinds (``flat``, ``pq-refine``, ``hnsw``,
+* :class:`indexer.store.vectors.FaissFileVectors`: the in-RAM FAISS kinds (``flat``, ``pq-refine``, ``hnsw``,
   ``ivf-sq8``), one file ``vectors.faiss`` rewritten atomically;
 * :class:`indexer.store.mmap_index.MmapIvfIndex`: ``ivf-pq-mmap``, codes in RAM and the full vectors memory-mapped
   from a generation folder changed in place;
@@ -18,11 +18,18 @@ Adding a backend: docs in CONTRIBUTING.md ("Where to add a vector backend") and 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from indexer.store.vectors import SearchResult
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One query's hits, best first: ids and their scores (inner products)."""
+
+    ids: list[int]
+    scores: list[float]
 
 
 class VectorBackend(Protocol):

@@ -23,7 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
-from indexer.store.vectors import SearchResult
+from indexer.store.backend import SearchResult
 
 EXACT_SUBSET_MAX = 50_000
 CHUNK = 8_192  # vectors read at once: 40 MB at 1280-d float32

@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from indexer.store.backend import SearchResult
 from indexer.store.failures import BackendUnavailableError, first_line
 from indexer.store.filtered import deepened_search
 from indexer.store.index_kinds import VectorIndexSettings
-from indexer.store.vectors import SearchResult, _as_ids, _as_matrix, checked_additions
+from indexer.store.vectors import _as_ids, _as_matrix, checked_additions
 
 FILES_PREFIX = "milvus:"  # sidecar files.vectors = "milvus:<collection>"
 ID, VECTOR = "id", "vector"

@@ -31,10 +31,11 @@ import faiss
 import numpy as np
 
 from indexer.atomic import atomic_write_bytes, atomic_write_json
+from indexer.store.backend import SearchResult
 from indexer.store.filtered import filtered_search
 from indexer.store.index_kinds import MMAP_KIND, VectorIndexSettings
 from indexer.store.row_file import RowFile
-from indexer.store.vectors import SearchResult, _as_ids, _as_matrix, checked_additions
+from indexer.store.vectors import _as_ids, _as_matrix, checked_additions
 
 STATE_NAME = "state.json"
 GENERATIONS_DIR = MMAP_KIND  # <index folder>/ivf-pq-mmap/g<time>/: one folder per generation

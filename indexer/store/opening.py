@@ -11,8 +11,8 @@ from typing import Any
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
 from indexer.indexer_settings import IndexerSettings
-from indexer.store.faiss_file import FAISS_NAME
 from indexer.store.sidecar import DB_NAME, Sidecar
+from indexer.store.vectors import FAISS_NAME
 
 
 class IndexMismatchError(ValueError):

@@ -25,13 +25,12 @@ import numpy as np
 
 from indexer.atomic import fsync_dir
 from indexer.store.backend import VectorBackend, VectorBuilder
-from indexer.store.faiss_file import FAISS_NAME, FaissFileVectors
 from indexer.store.index_kinds import MILVUS_KINDS, MMAP_KIND, VectorIndexSettings
 from indexer.store.milvus_vectors import FILES_PREFIX, MilvusVectors
 from indexer.store.mmap_index import GENERATIONS_DIR, MmapIvfIndex
 from indexer.store.row_file import RowFile
 from indexer.store.sidecar import Sidecar
-from indexer.store.vectors import VectorIndex
+from indexer.store.vectors import FAISS_NAME, FaissFileVectors, VectorIndex
 
 __all__ = [
     "FAISS_NAME",
