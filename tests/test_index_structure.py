@@ -151,3 +151,18 @@ def test_no_isinstance_on_a_vector_backend() -> None:
                     classes |= {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
                     assert not classes & (BACKEND_CLASSES | {"VectorIndex"}), (path, ast.unparse(node))
     assert checked > 10  # the walk sees the project's isinstance calls
+
+
+def test_the_backend_interface_has_only_what_the_index_uses() -> None:
+    """Every ``VectorBackend`` member is used by the facade or its parts (an unused one is a burden on every new
+    backend); ``__len__`` is ``len()``."""
+    tree = ast.parse((REPO / "indexer/store/backend.py").read_text(encoding="utf-8"))
+    protocol = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "VectorBackend")
+    members = {node.name for node in protocol.body if isinstance(node, ast.FunctionDef)} - {"__len__"}
+    users = ["image_index.py", "store/photo_ingest.py", "store/maintenance.py", "store/index_state.py"]
+    users.append("store/vector_files.py")
+    used: set[str] = set()
+    for name in users:
+        source = ast.parse((REPO / "indexer" / name).read_text(encoding="utf-8"))
+        used |= {node.attr for node in ast.walk(source) if isinstance(node, ast.Attribute)}
+    assert len(members) >= 10 and members - used == set()

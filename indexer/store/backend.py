@@ -1,4 +1,5 @@
-"""What an image index needs from the place its vectors live: the one interface every vector backend implements.
+"""What an image index needs from the place its vectors live — exactly the operations it uses, no more: the one
+interface every vector backend implements.
 
 Three backends implement it:
 
@@ -39,9 +40,6 @@ class VectorBackend(Protocol):
     def kind(self) -> str:
         """The index kind recorded in the sidecar's ``index_type`` (``flat`` … ``ivf-pq-mmap``, ``milvus-*``)."""
         ...
-
-    @property
-    def dim(self) -> int: ...
 
     @property
     def files_entry(self) -> str:
