@@ -113,7 +113,7 @@ KILLED_UPLOAD = textwrap.dedent(
     def killed(*args, **kwargs):  # the upload's file is written, its row not committed yet
         os.kill(os.getpid(), signal.SIGKILL)
 
-    PhotoIngest.commit = killed
+    PhotoIngest.ingest_batch = killed
     root = Path(os.environ["ROOT"])
     settings = ServiceSettings(home=root / "home", index_dir=root / "index", cache_dir=root / "cache",
                                models_dir=root / "models", image_encoder="fake-grid", api_key=SecretStr(API_KEY))

@@ -100,7 +100,7 @@ class PhotoIngest:
                                 state.store.update_many(files.updates)
                             if files.facts:
                                 state.store.set_facts(files.facts)
-                            records = self.commit(files.items, report, prepared)
+                            records = self.ingest_batch(files.items, report, prepared)
                             unsaved += [r.id for r in records]
                             report.added += len(records)
                             bar.update(len(batch))
@@ -151,7 +151,7 @@ class PhotoIngest:
                 with translated(state.folder, len(data), "upload"):
                     atomic_write_bytes(target, data)
                     item = Item(target, data, sha, None, meta, image.size)
-                    records = self.commit([item], report, self.prepare([item], {sha: image}))
+                    records = self.ingest_batch([item], report, self.prepare([item], {sha: image}))
                     maintenance.persist()
                 done = True
             finally:
@@ -204,7 +204,9 @@ class PhotoIngest:
         except OSError as exc:  # a cache: indexing goes on, the service makes it on request
             log.warning("thumbnail not written", extra={"sha256": sha, "error": str(exc)})
 
-    def commit(self, items: builtins.list[Item], report: AddReport, prepared: Prepared) -> builtins.list[ImageRecord]:
+    def ingest_batch(
+        self, items: builtins.list[Item], report: AddReport, prepared: Prepared
+    ) -> builtins.list[ImageRecord]:
         """Features (cache or encoder) → rows (one transaction) → vectors. Returns the new records."""
         if not items:
             return []
