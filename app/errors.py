@@ -3,6 +3,8 @@
 * ``MemoryError`` → 503 with a message and ``Retry-After``: the request asked for more memory than the process
   could get (a transient state of this server, not a client mistake: images are bounded before decoding, see
   :mod:`indexer.images`). Without this handler it was a 500, and the worker went on with whatever was left.
+* A query text with nothing visible in it, or over ``POLYGLOT_MAX_QUERY_CHARS`` (the query pipeline's
+  :class:`~indexer.query.QueryTextError`, raised by every text endpoint) → 422 with its message.
 * Validation errors (422) keep FastAPI's ``detail`` list but cap every echoed ``input``: a 2,000-character
   query came back whole, and a multi-kilobyte form field would too.
 * A backend outage (the metadata database or the vector server unreachable, :class:`BackendUnavailableError`
@@ -27,6 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 
+from indexer.query.pipeline import QueryTextError
 from indexer.store.failures import BackendUnavailableError, DiskFullError, first_line, is_disk_full
 
 log = logging.getLogger("app.errors")
@@ -114,7 +117,7 @@ class ThrottledLog:
 def _outage(request: Request, kind: str, detail: str, code: int) -> JSONResponse:
     throttled: ThrottledLog = request.app.state.error_log
     throttled.error(kind, detail, path=request.url.path)
-    retry_after = request.app.state.settings.outage_retry_after_seconds
+    retry_after = request.app.state.settings.service.outage_retry_after_seconds
     return JSONResponse({"detail": detail}, status_code=code, headers={"Retry-After": str(retry_after)})
 
 
@@ -137,9 +140,14 @@ async def database_error(request: Request, exc: Exception) -> JSONResponse:
     return _outage(request, "database-unavailable", detail, status.HTTP_503_SERVICE_UNAVAILABLE)
 
 
+async def bad_query_text(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
 def install(app: FastAPI, log_interval: float = 10.0) -> None:
     app.state.error_log = ThrottledLog(log, log_interval)
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(QueryTextError, bad_query_text)
     app.add_exception_handler(MemoryError, out_of_memory)
     app.add_exception_handler(BackendUnavailableError, backend_unavailable)
     app.add_exception_handler(DiskFullError, disk_full)

@@ -30,14 +30,17 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from app import errors
-from app.body_limit import BodyLimitMiddleware
-from app.body_timeout import BodyTimeoutMiddleware
 from app.engine import Engine, load_engine
-from app.prometheus_metrics import Metrics, RequestMetricsMiddleware
+from app.middleware import (
+    BodyLimitMiddleware,
+    BodyTimeoutMiddleware,
+    RequestMetricsMiddleware,
+    SecurityHeadersMiddleware,
+)
+from app.prometheus_metrics import Metrics
 from app.routers import captions, duplicates, health, images, search, tag
 from app.schemas.errors import apply_limits, document_errors
 from app.schemas.search import SCORE_DOC
-from app.security_headers import SecurityHeadersMiddleware
 from app.service_settings import ServiceSettings
 from app.watching import FolderWatcher, start_watcher
 
@@ -72,7 +75,7 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
             for component, seconds in engine.load_seconds.items():
                 metrics.load_seconds.labels(component).set(seconds)
             await engine.start()
-            watcher = start_watcher(engine) if settings.watch_dirs else None  # serve --watch (issue 27)
+            watcher = start_watcher(engine) if settings.index.watch_dirs else None  # serve --watch (issue 27)
             # Models, indexes and vocabularies are millions of long-lived objects: move them out of the garbage
             # collector's generations, or every full collection walks them all (~0.2 s pauses under load).
             gc.collect()
@@ -95,16 +98,16 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.engine = None
-    errors.install(app, settings.error_log_interval_seconds)
+    errors.install(app, settings.service.error_log_interval_seconds)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.upload_limit)
-    app.add_middleware(BodyTimeoutMiddleware, seconds=settings.body_timeout_seconds)
+    app.add_middleware(BodyTimeoutMiddleware, seconds=settings.service.body_timeout_seconds)
     app.add_middleware(SecurityHeadersMiddleware)
     # Added last = outermost: requests refused by the body limit are counted and logged too.
-    app.add_middleware(RequestMetricsMiddleware, metrics=metrics, log_requests=settings.log_requests)
-    if settings.cors_origins:
+    app.add_middleware(RequestMetricsMiddleware, metrics=metrics, log_requests=settings.service.log_requests)
+    if settings.service.cors_origins:
         app.add_middleware(
             CORSMiddleware,
-            allow_origins=settings.cors_origins,
+            allow_origins=settings.service.cors_origins,
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["*"],
         )
@@ -120,7 +123,11 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
         # the limits that are settings (and the loaded encoder's languages) instead of the code's ceilings.
         if app.openapi_schema is None:
             engine = app.state.engine
-            limits = {"k": settings.max_k, "offset": settings.max_offset, "q": settings.max_query_chars}
+            limits = {
+                "k": settings.service.max_k,
+                "offset": settings.service.max_offset,
+                "q": settings.service.max_query_chars,
+            }
             languages = list(engine.pipeline.languages or []) if engine is not None else None
             schema = apply_limits(document_errors(generate()), limits, languages)
             if engine is None:

@@ -1,15 +1,9 @@
-"""Prometheus metrics (one registry per app, so several apps in one process never collide) and the
-request middleware that records them and, when enabled, logs one structured line per request."""
+"""Prometheus metrics: one registry per app, so several apps in one process never collide (the request
+middleware that records them is in app/middleware.py)."""
 
 from __future__ import annotations
 
-import logging
-import time
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-log = logging.getLogger("app.requests")
 
 _BUCKETS = (0.002, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -42,53 +36,3 @@ class Metrics:
         self.search_batched_queries = Gauge(
             "polyglot_search_batched_queries", "Text searches run in micro-batches so far.", registry=self.registry
         )
-
-
-def _endpoint(scope: Scope) -> str:
-    # The route template (/images/{image_id}), never the raw path: bounded label cardinality.
-    path = getattr(scope.get("route"), "path", None)
-    return str(path) if path else "unmatched"
-
-
-class RequestMetricsMiddleware:
-    """Pure ASGI (no BaseHTTPMiddleware: it costs a task and a stream per request): count, time, log."""
-
-    def __init__(self, app: ASGIApp, metrics: Metrics, log_requests: bool) -> None:
-        self.app = app
-        self.metrics = metrics
-        self.log_requests = log_requests
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-        status_code = 500
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status_code
-            if message["type"] == "http.response.start":
-                status_code = int(message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        finally:
-            elapsed = time.perf_counter() - start
-            endpoint = _endpoint(scope)
-            method = scope.get("method", "")
-            self.metrics.requests.labels(method, endpoint, str(status_code)).inc()
-            self.metrics.latency.labels(method, endpoint).observe(elapsed)
-            if self.log_requests and log.isEnabledFor(logging.DEBUG):
-                client = scope.get("client")
-                log.debug(
-                    "request",
-                    extra={
-                        "method": method,
-                        "path": scope.get("path"),
-                        "endpoint": endpoint,
-                        "status": status_code,
-                        "ms": round(elapsed * 1000, 2),
-                        "client": client[0] if client else None,
-                    },
-                )

@@ -1,19 +1,28 @@
-"""Service settings: the indexer's settings plus what only the HTTP service needs (``POLYGLOT_`` prefix).
+"""The service's settings: the library's settings tree (:class:`indexer.settings.Settings`) plus a ``service``
+section for what only the HTTP service needs (``POLYGLOT_`` prefix, flat names as before: POLYGLOT_API_KEY,
+POLYGLOT_MAX_K, …).
 
-Built in the lifespan (or handed to :func:`app.main.create_app`), never at import time.
+One :class:`ServiceSettings` per service process: built in ``create_app`` (or handed to it) or by the CLI's one
+settings helper, never at import time, never inside a router.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.thumbnails import thumbnails_dir
 
 
-class ServiceSettings(IndexerSettings):
+class ServiceSection(BaseSettings):
+    """What only the HTTP service reads: admin key, limits per request, threads, logging, outages."""
+
+    model_config = SettingsConfigDict(env_prefix="POLYGLOT_", env_file=".env", extra="ignore")
+
     api_key: SecretStr | None = Field(
         default=None,
         description="Key for the admin endpoints (header X-API-Key or Authorization: Bearer). Unset: admin disabled.",
@@ -77,23 +86,32 @@ class ServiceSettings(IndexerSettings):
         default=True, description="Admin POST /images may index a path on the server's disk."
     )
 
+
+class ServiceSettings(Settings):
+    """The service process's one settings root: the library's sections and ``service``."""
+
+    FLAT_SECTIONS: ClassVar[tuple[str, ...]] = (*Settings.FLAT_SECTIONS, "service")
+
+    service: ServiceSection = Field(default_factory=ServiceSection, description="The HTTP service.")
+
     @property
     def upload_limit(self) -> int:
         """Largest upload accepted: POLYGLOT_MAX_UPLOAD_BYTES, never more than POLYGLOT_MAX_FILE_BYTES."""
-        return min(self.max_upload_bytes, self.max_file_bytes)
+        return min(self.service.max_upload_bytes, self.index.max_file_bytes)
 
     @property
     def pixel_budget(self) -> int:
-        return self.decode_pixels_in_flight or self.max_image_pixels
+        return self.service.decode_pixels_in_flight or self.index.max_image_pixels
 
     def served_roots(self, index_dir: Path) -> list[Path]:
         """Folders whose files may be indexed by server path and served: POLYGLOT_ALLOWED_ROOTS, else the served
         photo folder and the watched folders (``serve --watch``); always the index's own uploads. Resolved (symlinks
         in the roots themselves are followed once, here)."""
-        roots = list(self.allowed_roots) if self.allowed_roots is not None else []
-        if self.allowed_roots is None:
-            roots += [self.images_dir] if self.images_dir is not None else []
-            roots += [folder for folder in self.watch_dirs if folder not in roots]
+        roots = list(self.index.allowed_roots) if self.index.allowed_roots is not None else []
+        if self.index.allowed_roots is None:
+            images_dir = self.service.images_dir
+            roots += [images_dir] if images_dir is not None else []
+            roots += [folder for folder in self.index.watch_dirs if folder not in roots]
         roots.append(index_dir / "uploads")
         return [root.expanduser().resolve() for root in roots]
 

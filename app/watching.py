@@ -17,6 +17,9 @@ def start_watcher(engine: Engine) -> FolderWatcher:
         engine.forget(removed)  # result pages must not show cached metadata of removed images
 
     watcher = FolderWatcher(
-        engine.images, engine.settings.watch_dirs, settle=engine.settings.watch_settle_seconds, on_change=forget
+        engine.images,
+        engine.settings.index.watch_dirs,
+        settle=engine.settings.index.watch_settle_seconds,
+        on_change=forget,
     )
     return watcher.start(background=True)

@@ -22,7 +22,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from indexer.encoders.e5_weights import E5Weights  # noqa: E402
+from indexer.encoders.e5 import E5Weights  # noqa: E402
 from indexer.encoders.imagenet import imagenet_class_names  # noqa: E402
 from indexer.export.e5 import E5Encoder  # noqa: E402
 from training.student.train import Batcher  # noqa: E402

@@ -26,9 +26,9 @@ from tqdm.auto import tqdm
 
 from indexer.captions import Caption, CaptionIndex, read_captions
 from indexer.captions.cross_lingual import CrossLingualCaptions
-from indexer.embedders import TextEmbedder
-from indexer.indexer_settings import IndexerSettings
 from indexer.query import load_alignments, load_text_tower
+from indexer.settings import Settings
+from indexer.tower import TextEmbedder
 
 
 def dev_pairs(data: Path, split: str, langs: set[str]) -> dict[str, dict[str, str]]:
@@ -53,7 +53,7 @@ def main() -> None:
 
     pairs = [tuple(p.split("-")) for p in args.pairs.split(",")]
     langs = {code for pair in pairs for code in pair}
-    settings = IndexerSettings().model_copy(update={"caption_alignments": args.align})
+    settings = Settings().model_copy(update={"caption_alignments": args.align})
     cache = settings.resolved_cache_dir
     tower = load_text_tower(settings, sentence_cache=cache, alignments=False)
     alignments, encoders = load_alignments(settings, tower)
@@ -62,7 +62,7 @@ def main() -> None:
         "data": str(args.data),
         "split": args.split,
         "alignments": [str(a.folder) for a in alignments],
-        "tower": str(settings.tower_path or "shipped"),
+        "tower": str(settings.models.tower_path or "shipped"),
         "recall": {},
     }
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as folder:
@@ -91,7 +91,7 @@ def main() -> None:
         report["recall"] = recall
         # As served: no features cache for the queries (the tower's embedder without it, no query cache).
         uncached = TextEmbedder(tower.tower, tower.encoder, tower.bridge)
-        served = CrossLingualCaptions(index, uncached, alignments, encoders, settings.caption_search_fallback)
+        served = CrossLingualCaptions(index, uncached, alignments, encoders, settings.query.caption_search_fallback)
         latency: dict[str, dict[str, float | str]] = {}
         for a, b in pairs:
             queries = [t[a] for t in by_image.values() if a in t][: args.latency_queries]

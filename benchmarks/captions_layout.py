@@ -20,8 +20,8 @@ import numpy as np
 
 from indexer.captions import read_captions
 from indexer.feature_cache import FeatureCache, text_key
-from indexer.indexer_settings import IndexerSettings
 from indexer.query import load_text_tower
+from indexer.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "m30k-f8k"
@@ -43,7 +43,7 @@ def main() -> None:
     dev = set((DATA / "splits" / "dev.txt").read_text().split())
     captions = [c for c in read_captions(DATA / "captions.jsonl") if c.image in dev]
     captions = list({(c.lang, c.text): c for c in captions}.values())
-    embedder = load_text_tower(IndexerSettings(models_dir=ROOT / "var" / "models"), args.tower)
+    embedder = load_text_tower(Settings(models_dir=ROOT / "var" / "models"), args.tower)
     cache = FeatureCache(ROOT / "var" / "cache", embedder.encoder.name, embedder.encoder.dim)
     embedder.encoder.load()
     sentences = cache.compute(

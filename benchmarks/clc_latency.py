@@ -24,9 +24,9 @@ from typing import Any
 
 from indexer.caption_records import iter_captions
 from indexer.image_index import ImageIndex
-from indexer.indexer_settings import IndexerSettings
 from indexer.query import QueryCache, QueryPipeline, load_models
 from indexer.query.clc import ClcClassifier
+from indexer.settings import Settings
 from indexer.translation.factory import load_translator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ def main() -> None:
     parser.add_argument("--classifier", action="append", default=[], help="TRANSLATOR=FOLDER (repeatable)")
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args()
-    settings = IndexerSettings()
+    settings = Settings()
     models = load_models(settings, threads=1, clc=False)
     index = ImageIndex.open(settings, image_space=models.image_space, encoder=models.image_encoder)
     pipeline = QueryPipeline(models, settings, QueryCache(0))

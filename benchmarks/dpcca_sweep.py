@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from indexer.encoders import create_image_encoder, create_text_encoder
-from indexer.indexer_settings import IndexerSettings
+from indexer.encoders import build_image_encoder, build_text_encoder
+from indexer.settings import Settings
 from training.align import AlignConfig, ImageView, Triplets, fit, split_holdout, triplets
 from training.c2c_eval import c2c_table
 from training.dcca import NoiConfig
@@ -38,10 +38,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    settings = IndexerSettings()
+    settings = Settings()
     x_lang, y_lang = args.langs.split(",")
-    image = create_image_encoder("efficientnet-lite2")
-    text = create_text_encoder(args.text_encoder, settings.resolved_models_dir)
+    image = build_image_encoder(settings, "efficientnet-lite2")
+    text = build_text_encoder(settings, args.text_encoder)
 
     def load(split: str) -> Triplets:
         prepared = prepare_split(args.data, split, [x_lang, y_lang], image, text, settings.resolved_cache_dir)
@@ -57,7 +57,7 @@ def main() -> None:
         data=args.data,
         out=Path("unused"),
         cache_dir=settings.resolved_cache_dir,
-        models_dir=settings.resolved_models_dir,
+        settings=settings,
         langs=(x_lang, y_lang),
         text_encoder=args.text_encoder,
         patience=8,

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from indexer.encoders.factory import image_encoder_from_settings
+from indexer.encoders import build_image_encoder
 from indexer.images import decode_image
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store.opening import default_image_space
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k"
@@ -51,9 +51,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=200)
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("duplicates.md"))
     args = parser.parse_args()
-    settings = IndexerSettings()
+    settings = Settings()
     space = default_image_space(settings)
-    encoder = image_encoder_from_settings(settings)
+    encoder = build_image_encoder(settings)
     encoder.load()
     dev = [line.strip() for line in (DATA / "splits" / "dev.txt").read_text().split() if line.strip()]
     paths = [DATA / "images" / name if name.endswith(".jpg") else DATA / "images" / f"{name}.jpg" for name in dev]

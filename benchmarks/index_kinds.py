@@ -30,8 +30,8 @@ from typing import Any
 import faiss
 import numpy as np
 
-from indexer.indexer_settings import IndexerSettings
 from indexer.query import QueryCache, QueryPipeline, load_models
+from indexer.settings import Settings
 from indexer.store.sidecar import Sidecar
 from indexer.store.vector_files import FAISS_NAME
 from indexer.store.vectors import VectorIndex
@@ -76,7 +76,7 @@ def main() -> None:
     faiss.omp_set_num_threads(1)  # as each search worker of the service
     faiss.cvar.distance_compute_blas_threshold = 2  # as the service: batches use BLAS
 
-    settings = IndexerSettings()
+    settings = Settings()
     folder = settings.resolved_index_dir
     sidecar = Sidecar.load(folder)
     if sidecar is None:

@@ -40,7 +40,7 @@ import scale_data
 from scale_plot import plot
 from scale_report import markdown
 
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store.index_kinds import MMAP_KIND, VectorIndexSettings, choose_kind
 from indexer.store.mmap_index import MmapIvfIndex
 from indexer.store.vector_files import MmapBuilder
@@ -270,7 +270,7 @@ def main() -> None:
     started = time.perf_counter()
     faiss.omp_set_num_threads(os.cpu_count() or 1)  # builds use every core; searches are measured at 1 and 2
     args.work.mkdir(parents=True, exist_ok=True)
-    real = scale_data.real_vectors(IndexerSettings().resolved_index_dir)
+    real = scale_data.real_vectors(Settings().resolved_index_dir)
     queries = scale_data.query_vectors(args.queries, args.work)
     np.save(args.work / "queries.npy", queries)
     model = scale_data.MixtureModel(real)

@@ -29,8 +29,8 @@ from sqlalchemy import insert
 
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
-from indexer.indexer_settings import IndexerSettings
 from indexer.search_filters import PhotoFilter
+from indexer.settings import Settings
 from indexer.store.index_kinds import MMAP_KIND, VectorIndexSettings
 from indexer.store.metadata import ImageRow, MetadataStore, sqlite_url
 from indexer.store.sidecar import Sidecar
@@ -120,7 +120,7 @@ def main() -> None:
     faiss.omp_set_num_threads(1)
     vector_settings = VectorIndexSettings(kind=args.kind)
     built_s = build(args.work, args.n, args.kind, vector_settings)
-    settings = IndexerSettings(
+    settings = Settings(
         home=args.work,
         index_dir=args.work,
         cache_dir=args.work / "cache",

@@ -36,7 +36,7 @@ from indexer.image_index import ImageIndex
 from indexer.image_sources import expand_sources
 from indexer.image_space import ImageSpace
 from indexer.images import decode_image
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 
 DEFAULT_IMAGES = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k" / "images"
 
@@ -48,13 +48,13 @@ def settings_for(
     cache_dir: Path | None = None,
     backend: str = "auto",
     decode: str = "reduced",
-) -> IndexerSettings:
-    return IndexerSettings(
+) -> Settings:
+    return Settings(
         decode_full_size=decode == "full",
         home=root,
         index_dir=root / "index",
         cache_dir=cache_dir or root / "cache",
-        models_dir=IndexerSettings().resolved_models_dir,  # the built ONNX exports (POLYGLOT_MODELS_DIR)
+        models_dir=Settings().resolved_models_dir,  # the built ONNX exports (POLYGLOT_MODELS_DIR)
         image_encoder=encoder,
         encoder_backend=backend,  # type: ignore[arg-type]
         batch_size=batch_size,

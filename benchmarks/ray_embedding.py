@@ -31,16 +31,16 @@ from vector_backends import quiet
 from indexer.distributed.ray_index import add_with_ray
 from indexer.image_index import ImageIndex
 from indexer.image_sources import Sources
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 
 PHOTOS = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k" / "images"
 
 
-def settings_for(work: Path, name: str) -> IndexerSettings:
-    return IndexerSettings(index_dir=work / name / "index", cache_dir=work / name / "cache", torch_threads=1)
+def settings_for(work: Path, name: str) -> Settings:
+    return Settings(index_dir=work / name / "index", cache_dir=work / name / "cache", torch_threads=1)
 
 
-def vectors(settings: IndexerSettings) -> dict[str, tuple[int, np.ndarray]]:
+def vectors(settings: Settings) -> dict[str, tuple[int, np.ndarray]]:
     with ImageIndex.open(settings, create=False) as index:
         return {r.path: (r.id, index.vector(r.id)) for r in index.list(limit=10**6)}  # type: ignore[misc]
 

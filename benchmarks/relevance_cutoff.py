@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.indexer_settings import IndexerSettings
 from indexer.query import QueryCache, QueryPipeline, load_models
 from indexer.relevance import POOL, cutoff_count
+from indexer.settings import Settings
 from training.prepared import prepare_split
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k"
@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("relevance_cutoff.md"))
     args = parser.parse_args()
     began = time.perf_counter()
-    settings = IndexerSettings()
+    settings = Settings()
     models = load_models(settings, sentence_cache=settings.resolved_cache_dir)
     langs = args.langs.split(",")
     split = prepare_split(args.data, "dev", langs, models.image_encoder, None, settings.resolved_cache_dir)

@@ -23,7 +23,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store.sidecar import Sidecar
 from indexer.store.vector_files import load_vectors
 
@@ -33,7 +33,7 @@ CHUNK = 50_000
 def real_vectors(index_dir: Path) -> np.ndarray:
     """The vectors of the index in ``index_dir`` (any kind), in id order."""
     sidecar = Sidecar.load(index_dir)
-    vectors = load_vectors(index_dir, sidecar, IndexerSettings().vector_index) if sidecar else None
+    vectors = load_vectors(index_dir, sidecar, Settings().vector_index) if sidecar else None
     if vectors is None or len(vectors) == 0:
         raise SystemExit(f"no index in {index_dir}: run `polyglot index add ../shared/data/m30k-f8k/images` first")
     return vectors.reconstruct_many(vectors.ids())
@@ -49,10 +49,10 @@ def query_vectors(count: int, cache: Path) -> np.ndarray:
 
     from index_kinds import DATA
 
-    from indexer.embedders import research_tower_path
+    from indexer.asset_paths import research_tower_path
     from indexer.query import load_text_tower
 
-    embedder = load_text_tower(IndexerSettings(), research_tower_path("tower-muse"))
+    embedder = load_text_tower(Settings(), research_tower_path("tower-muse"))
     dev = set((DATA / "splits" / "dev.txt").read_text(encoding="utf-8").split())
     with (DATA / "captions.jsonl").open(encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]

@@ -29,7 +29,7 @@ import numpy as np
 import scale_data
 from sqlalchemy import create_engine, insert, text
 
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store.index_kinds import MMAP_KIND
 from indexer.store.metadata import ImageRow, MetadataStore, sqlite_url
 from indexer.store.sidecar import DB_NAME, Sidecar
@@ -75,7 +75,7 @@ def build_index(folder: Path, real_dir: Path, n: int) -> float:
     real = scale_data.real_vectors(real_dir)
     model = scale_data.MixtureModel(real)
     began = time.perf_counter()
-    builder = MmapBuilder(folder, real.shape[1], IndexerSettings().vector_index)
+    builder = MmapBuilder(folder, real.shape[1], Settings().vector_index)
     first = 1
     for chunk in scale_data.collection_chunks(real, model, n):
         builder.append(np.arange(first, first + len(chunk)), chunk)
@@ -93,7 +93,7 @@ def check_writes(folder: Path, image: Path, database_url: str | None) -> dict[st
     """Open the prepared index as the service does, then add one photo and delete it, timed (encoder warm)."""
     from indexer.image_index import ImageIndex
 
-    settings = IndexerSettings(index_dir=folder, database_url=database_url)
+    settings = Settings(index_dir=folder, database_url=database_url)
     began = time.perf_counter()
     with ImageIndex.open(settings, create=False) as index:
         times = {"open_s": time.perf_counter() - began}
@@ -137,7 +137,7 @@ def main() -> None:
             connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
     args.folder.mkdir(parents=True, exist_ok=True)
     if not args.rows_only:
-        real_dir = args.real or IndexerSettings().resolved_index_dir
+        real_dir = args.real or Settings().resolved_index_dir
         print(f"index of {args.n:,} built in {build_index(args.folder, real_dir, args.n):.1f} s", flush=True)
     url = args.database_url or sqlite_url(args.folder / DB_NAME)
     print(f"{args.n:,} rows inserted in {insert_rows(url, args.n):.1f} s", flush=True)

@@ -64,12 +64,12 @@ def main() -> None:
     args = parser.parse_args()
 
     from indexer.image_index import ImageIndex
-    from indexer.indexer_settings import IndexerSettings
+    from indexer.settings import Settings
 
     scratch = Path(tempfile.mkdtemp(prefix="screenshot-library-"))
     try:
         photos = make_library(scratch / "library", args.photos)
-        settings = IndexerSettings(index_dir=scratch / "index")
+        settings = Settings(index_dir=scratch / "index")
         with ImageIndex.open(settings) as index:
             print("indexed", index.add_paths(photos, progress=False).added, flush=True)
         index_dev_captions(args.captions_dir, None)

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
+from indexer.asset_paths import research_tower_path
 from indexer.caption_records import read_captions
-from indexer.embedders import research_tower_path
-from indexer.indexer_settings import IndexerSettings
 from indexer.query.models import load_text_tower
+from indexer.settings import Settings
 from indexer.tower import CONFIG_NAME, WEIGHTS_NAME
 from training.data import read_split
 
@@ -53,7 +53,7 @@ def shipped_counts(models_dir: Path) -> dict[str, dict[str, int]]:
 
 
 def latency(folder: Path, queries: dict[str, list[str]], repeat: int) -> dict[str, float]:
-    settings = IndexerSettings()
+    settings = Settings()
     embedder = load_text_tower(settings, folder)
     times = []
     for lang, texts in queries.items():
@@ -103,7 +103,7 @@ def main() -> None:
         if caption.image in dev and len(queries[caption.lang]) < args.repeat:
             queries[caption.lang].append(caption.text)
     report: dict[str, object] = {"load_average": os.getloadavg(), "towers": {}}
-    settings = IndexerSettings()
+    settings = Settings()
     report["shipped"] = shipped_counts(settings.resolved_models_dir)
     for folder in args.towers:
         training = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8")).get("training", {})

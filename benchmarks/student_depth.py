@@ -1,8 +1,8 @@
 """The student's depth × precision table: served quality (from ``polyglot evaluate`` JSON files) and text-encoding
 latency (measured here), one row per student folder and precision.
 
-Latency is the query side alone, as the service runs it: :class:`~indexer.student.StudentEmbedder` with one
-ONNX Runtime thread (the service's ``POLYGLOT_INFERENCE_THREADS`` default), on real dev captions of each
+Latency is the query side alone, as the service runs it: the student's
+:class:`~indexer.student.encoder.StudentEmbedder` (built by the encoder factory) with one ONNX Runtime thread (the service's ``POLYGLOT_INFERENCE_THREADS`` default), on real dev captions of each
 language, one query per call (p50 over the calls) and batches of 8 (what the micro-batcher forms at 8
 clients; ms per batch)::
 
@@ -25,15 +25,15 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from load_search import queries  # noqa: E402
 
-from indexer.indexer_settings import IndexerSettings  # noqa: E402
-from indexer.student.encoder import StudentEmbedder  # noqa: E402
+from indexer.encoders import build_text_side  # noqa: E402
+from indexer.settings import Settings  # noqa: E402
 
 LANGS = ("en", "de", "cs", "zh", "ru")
 
 
 def latency(folder: Path, precision: str, texts: list[tuple[str, str]], repeat: int = 3) -> dict[str, float]:
-    settings = IndexerSettings()
-    embedder = StudentEmbedder.from_folder(folder, settings.resolved_models_dir, precision=precision, threads=1)  # type: ignore[arg-type]
+    settings = Settings()
+    embedder = build_text_side(settings.model_copy(update={"e5_precision": precision}), folder, threads=1)
     embedder.load()
     embedder.embed(["warm up"], "en")
     singles = []

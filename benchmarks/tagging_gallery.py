@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from indexer.asset_paths import shipped_tower_path
 from indexer.atomic import atomic_write_bytes
-from indexer.embedders import shipped_tower_path
-from indexer.encoders import create_image_encoder
-from indexer.indexer_settings import IndexerSettings
+from indexer.encoders import build_image_encoder
 from indexer.query import load_text_tower
+from indexer.settings import Settings
 from indexer.tagging.cached import embed_cached
 from indexer.tagging.ranking import DEFAULT_W1, DEFAULT_W2, contextual_tags
 from indexer.tagging.text import tokenize
@@ -53,8 +53,9 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     langs = args.langs.split(",")
 
-    text = load_text_tower(IndexerSettings(models_dir=args.models_dir), args.tower)
-    encoder = create_image_encoder(text.tower.image_encoder)
+    settings = Settings(models_dir=args.models_dir)
+    text = load_text_tower(settings, args.tower)
+    encoder = build_image_encoder(settings, text.tower.image_encoder)
     train = load_dataset(args.data, "train", langs)
     texts: dict[str, list[str]] = defaultdict(list)
     for caption in train.captions:

@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import scale_data
 
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store.index_kinds import VectorIndexSettings
 from indexer.store.milvus_vectors import MilvusVectors
 from indexer.store.vectors import VectorIndex
@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("--skip-faiss-hnsw", action="store_true", help="only FAISS flat (the exact reference)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    real = scale_data.real_vectors(IndexerSettings().resolved_index_dir)
+    real = scale_data.real_vectors(Settings().resolved_index_dir)
     queries = scale_data.query_vectors(args.queries, args.work)
     model = scale_data.MixtureModel(real)
     data_path = args.work / f"collection-{args.n}.f32"

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 
 from indexer.encoders.base import ImageEncoder
-from indexer.encoders.factory import image_encoder_from_settings
+from indexer.encoders.factory import build_image_encoder
 from indexer.image_space import ImageSpace
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store import opening
 from indexer.store.index_state import IndexState
 from indexer.store.ingest import AddReport
@@ -82,7 +82,7 @@ class ImageIndex:
     @classmethod
     def open(
         cls,
-        settings: IndexerSettings,
+        settings: Settings,
         *,
         image_space: ImageSpace | None = None,
         create: bool = True,
@@ -98,7 +98,7 @@ class ImageIndex:
         """
         folder = Path(settings.resolved_index_dir)
         sidecar = opening.read_sidecar(folder, create=create)
-        encoder = encoder or image_encoder_from_settings(settings)
+        encoder = encoder or build_image_encoder(settings)
         opening.check_encoder(folder, sidecar, encoder)
         space = image_space or opening.default_image_space(settings)
         stale = opening.is_stale(folder, sidecar, space, rebuild_if_stale=rebuild_if_stale)
@@ -123,7 +123,7 @@ class ImageIndex:
         return self._state.folder
 
     @property
-    def settings(self) -> IndexerSettings:
+    def settings(self) -> Settings:
         return self._state.settings
 
     @property
@@ -158,9 +158,14 @@ class ImageIndex:
         return self._state.read_only_reason
 
     def __len__(self) -> int:
-        return self._state.count()
+        """Vectors in the index (a search's ``total_images``: read here, as ``search`` reads, so that a text query
+        runs through no more modules than the lock and the backend)."""
+        state = self._state
+        with state.rw.read():
+            return len(state.vectors) if state.vectors is not None else 0
 
     # ------------------------------------------------------------------ reading
+
     def search(
         self, vectors: np.ndarray, k: int, offset: int = 0, allowed: np.ndarray | None = None
     ) -> builtins.list[builtins.list[Hit]]:

@@ -1,4 +1,11 @@
-"""The text tower: a frozen multilingual sentence embedding → a small MLP → the frozen image-feature space.
+"""The text side: text → sentence encoder → (language bridge) → tower → a unit vector in the image space.
+
+:class:`TextTower` is the trained head: a frozen multilingual sentence embedding → a small MLP → the frozen
+image-feature space. :class:`TextEmbedder` runs a sentence encoder, an optional language bridge and a tower as one
+``embed(texts, langs)``: what queries, captions and tag vocabularies go through (the shipped student,
+:class:`~indexer.student.encoder.StudentEmbedder`, is one whose encoder is its own trained trunk; a research tower's
+is a frozen multilingual encoder). Built from settings by :func:`indexer.encoders.factory.build_text_side`.
+Every output is float32 unit vectors, so inner product = cosine similarity everywhere (FAISS, tagging, captions).
 
 Architecture from Aggarwal et al., "Towards Zero-shot Cross-lingual Image Retrieval and Tagging" (§3.1):
 stacked blocks of fully connected layer → dropout → ReLU → l2-norm; the last block has no l2-norm. Three
@@ -25,7 +32,9 @@ from torch import nn
 
 from indexer.atomic import atomic_open, atomic_write_json
 from indexer.bridge import LanguageBridge
+from indexer.encoders.base import TextEncoder
 from indexer.image_space import ImageSpace
+from indexer.sentence_cache import cached_sentences
 from indexer.unit import unit_rows
 
 CONFIG_NAME = "config.json"
@@ -160,3 +169,48 @@ def tower_fingerprint(tower: TextTower, bridge: LanguageBridge | None = None) ->
     if bridge is not None:
         digest.update(bridge.weight.tobytes())
     return digest.hexdigest()[:16]
+
+
+class TextEmbedder:
+    """Text → image-space vectors: frozen sentence encoder, optional language bridge, trained tower."""
+
+    def __init__(
+        self,
+        tower: TextTower,
+        encoder: TextEncoder,
+        bridge: LanguageBridge | None = None,
+        sentence_cache: Path | None = None,
+    ) -> None:
+        if encoder.name != tower.text_encoder:
+            raise ValueError(f"tower was trained on {tower.text_encoder!r} embeddings, not {encoder.name!r}")
+        if bridge is not None and bridge.text_encoder != encoder.name:
+            raise ValueError(f"the language bridge is for {bridge.text_encoder!r}, not {encoder.name!r}")
+        self.tower = tower
+        self.encoder = encoder
+        self.bridge = bridge
+        # Evaluation embeds tens of thousands of captions again and again: through the features cache (keyed by
+        # text) they are encoded once. The service leaves it off (its queries are new; the query cache is enough).
+        self.sentence_cache = sentence_cache
+
+    @property
+    def languages(self) -> frozenset[str] | None:
+        return self.encoder.languages
+
+    @property
+    def dim(self) -> int:
+        return int(self.tower.config["output_dim"])
+
+    def load(self) -> None:
+        self.encoder.load()
+
+    def embed(self, texts: Sequence[str], langs: str | Sequence[str | None] | None = None) -> np.ndarray:
+        """Unit image-space vectors; ``langs`` (one for all texts, or one per text) lets the bridge act."""
+        if self.sentence_cache is not None and self.encoder.dim:
+            return self.embed_sentences(cached_sentences(self.encoder, texts, self.sentence_cache), langs)
+        return self.embed_sentences(self.encoder.predict(texts), langs)
+
+    def embed_sentences(self, sentences: np.ndarray, langs: str | Sequence[str | None] | None = None) -> np.ndarray:
+        """The tower over already encoded (e.g. cached) sentence embeddings."""
+        if self.bridge is not None:
+            sentences = self.bridge.apply(sentences, langs)
+        return self.tower.embed(sentences)

@@ -19,13 +19,12 @@ from app.engine import Engine, assemble
 from app.main import create_app
 from app.service_settings import ServiceSettings
 from indexer.captions import Caption
-from indexer.embedders import TextEmbedder
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
-from indexer.indexer_settings import IndexerSettings
 from indexer.query import Models, QueryPipeline, load_models
-from indexer.tower import TextTower
+from indexer.settings import Settings
+from indexer.tower import TextEmbedder, TextTower
 
 API_KEY = "test-admin-key"
 
@@ -68,7 +67,7 @@ def fake_text_embedder(encoder: TextEncoder | None = None, seed: int = 0) -> Tex
     return embedder
 
 
-def fake_load_models(settings: IndexerSettings, **options: object) -> Models:
+def fake_load_models(settings: Settings, **options: object) -> Models:
     """:func:`indexer.query.load_models` on the fake text tower and CNN (monkeypatched in by CLI tests)."""
     kept = {k: v for k, v in options.items() if k == "load_image"}
     return load_models(settings, text=fake_text_embedder(), image_encoder=FakeImageEncoder(0), **kept)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from indexer.encoders.base import ImageEncoder
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 
 # Keep tests light on the shared 2-core machine.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -75,13 +75,13 @@ def write_random_images(folder: Path, count: int, seed: int = 0, size: tuple[int
 
 
 @pytest.fixture
-def tmp_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> IndexerSettings:
+def tmp_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """Settings whose home, index, cache and models folders all live under tmp_path; no .env, no env vars."""
     for key in list(os.environ):
         if key.startswith("POLYGLOT_"):
             monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)  # pydantic-settings reads ./.env; tmp_path has none
-    return IndexerSettings(
+    return Settings(
         home=tmp_path / "home",
         index_dir=tmp_path / "index",
         cache_dir=tmp_path / "cache",

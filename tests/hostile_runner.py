@@ -135,7 +135,7 @@ def run_cli(folder: Path, work: Path) -> dict[str, Any]:
     import indexer.image_index as image_index
     from app.cli import cli
 
-    image_index.image_encoder_from_settings = lambda settings: PreprocessingFakeEncoder()
+    image_index.build_image_encoder = lambda settings: PreprocessingFakeEncoder()
     env = {
         "POLYGLOT_HOME": str(work / "cli"),
         "POLYGLOT_TOWER_PATH": str(work / "no-tower"),  # plain l2 image space

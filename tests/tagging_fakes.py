@@ -14,8 +14,8 @@ from PIL import Image
 
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
+from indexer.settings import TaggingSettings
 from indexer.tagging.tagger import Tagger
-from indexer.tagging.tagging_settings import TaggingSettings
 from indexer.tagging.vocabulary import Vocabulary
 
 

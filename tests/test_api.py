@@ -125,7 +125,7 @@ def test_decompression_bomb_and_oversized_upload(client: TestClient, service_set
     buffer = io.BytesIO()
     Image.new("1", (20_000, 20_000)).save(buffer, format="PNG")
     bomb = buffer.getvalue()
-    assert len(bomb) < service_settings.max_upload_bytes
+    assert len(bomb) < service_settings.service.max_upload_bytes
     response = client.post("/v1/search/image", files={"file": ("bomb.png", bomb)})
     # 422: the upload is within the byte limit, its content is refused (413 is for the bytes only).
     assert response.status_code == 422 and "too large" in response.json()["detail"]
@@ -183,7 +183,7 @@ def test_image_file_thumbnail_and_info(client: TestClient, service_settings) -> 
     assert Image.open(io.BytesIO(image.content)).size == (48, 36)
     thumb = client.get(item["thumbnail_url"])
     assert thumb.status_code == 200 and thumb.headers["content-type"] == "image/jpeg"
-    assert max(Image.open(io.BytesIO(thumb.content)).size) <= service_settings.thumbnail_size
+    assert max(Image.open(io.BytesIO(thumb.content)).size) <= service_settings.index.thumbnail_size
     # Written by the indexer from its decode (issue 27), one per indexed photo; served from there
     cached = {path.name.split("_")[0] for path in service_settings.thumbnails_dir.glob("*.jpg")}
     assert item["metadata"]["sha256"] in cached and len(cached) == len(client.get("/v1/images").json())

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from app.batcher import Batcher
+from app.engine import Batcher
 
 
 def test_concurrent_requests_are_coalesced_and_answered_in_order() -> None:

@@ -11,12 +11,12 @@ import pytest
 from api_fixtures import CAPTIONS, FakeTextEncoder, fake_engine_factory
 from fastapi.testclient import TestClient
 
-import indexer.indexer_settings as indexer_settings
+import indexer.settings as indexer_settings
 from app.main import create_app
 from app.service_settings import ServiceSettings
 from indexer.bridge import LanguageBridge
-from indexer.indexer_settings import REMOVED_SETTINGS, removed_settings, warn_removed_settings
 from indexer.query import QueryCache
+from indexer.settings import REMOVED_SETTINGS, removed_settings, warn_removed_settings
 
 pytest_plugins = ("api_fixtures",)
 

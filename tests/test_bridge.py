@@ -9,8 +9,8 @@ import pytest
 from api_fixtures import FakeTextEncoder, fake_text_embedder
 
 from indexer.bridge import LanguageBridge, fit_ridge, part_columns
-from indexer.embedders import TextEmbedder
 from indexer.encoders.hybrid import HybridTextEncoder
+from indexer.tower import TextEmbedder
 from training.bridge_fit import choose_parts, fit_bridge, parallel_pairs
 from training.data import Caption, CaptionDataset
 
@@ -109,7 +109,7 @@ def test_fit_from_parallel_captions_and_use_it_at_query_time(tmp_path: Path) -> 
 
 
 def test_the_research_tower_carries_a_czech_bridge_from_e5_to_muse() -> None:
-    from indexer.embedders import research_tower_path
+    from indexer.asset_paths import research_tower_path
     from indexer.tower import TextTower
 
     folder = research_tower_path("tower")

@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 
 from indexer.built_models import BuiltModel, build, is_built, read_manifest, verify
-from indexer.encoders import create_image_encoder
 from indexer.encoders.efficientnet import EfficientNetLiteEncoder
 from indexer.encoders.efficientnet_onnx import EfficientNetLiteOnnxEncoder
-from indexer.encoders.factory import UnknownEncoderError
+from indexer.encoders.factory import UnknownEncoderError, create_image_encoder
 from indexer.export.registry import EFFICIENTNET_LITE0_ONNX
 from indexer.model_files import ChecksumError, ModelFileMissingError
 

@@ -16,9 +16,9 @@ from sqlalchemy import create_engine, inspect, text
 from typer.testing import CliRunner
 
 from indexer.captions import Caption, CaptionIndex
-from indexer.embedders import TextEmbedder
 from indexer.store.locks import IndexBusyError, process_lock
 from indexer.store.metadata import MetadataStore
+from indexer.tower import TextEmbedder
 
 Opener = Callable[..., CaptionIndex]
 

@@ -20,15 +20,15 @@ from app.service_settings import ServiceSettings
 from indexer.distributed.shards import ShardPlan
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 
 pytest_plugins = ("api_fixtures", "cluster_fixtures")  # api_fixtures imported where needed: see test_api.py
 runner = CliRunner()
 
 
-def named_fake(settings: IndexerSettings) -> FakeImageEncoder:
+def named_fake(settings: Settings) -> FakeImageEncoder:
     encoder = FakeImageEncoder(0)
-    encoder.name = settings.image_encoder
+    encoder.name = settings.models.image_encoder
     return encoder
 
 
@@ -40,7 +40,7 @@ def add(monkeypatch: pytest.MonkeyPatch, root: Path, name: str, *options: str) -
 
 
 def vectors_by_path(root: Path, name: str) -> dict[str, tuple[int, np.ndarray]]:
-    settings = IndexerSettings(index_dir=root / name / "index", cache_dir=root / name / "cache")
+    settings = Settings(index_dir=root / name / "index", cache_dir=root / name / "cache")
     with ImageIndex.open(settings, encoder=named_fake(settings), image_space=ImageSpace("l2"), create=False) as index:
         return {r.path: (r.id, index.vector(r.id)) for r in index.list(limit=1000)}  # type: ignore[misc]
 

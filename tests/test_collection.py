@@ -15,13 +15,13 @@ from PIL import Image
 from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store.vectors import PQ_MIN_VECTORS, VectorIndexSettings
 
 L2 = ImageSpace("l2")
 
 
-def open_index(settings: IndexerSettings, encoder: FakeImageEncoder, **kwargs: object) -> ImageIndex:
+def open_index(settings: Settings, encoder: FakeImageEncoder, **kwargs: object) -> ImageIndex:
     return ImageIndex.open(settings, encoder=encoder, image_space=kwargs.pop("image_space", L2), **kwargs)  # type: ignore[arg-type]
 
 
@@ -44,7 +44,7 @@ def assert_finds_then_forgets(index: ImageIndex, image_id: int) -> np.ndarray:
 
 
 def test_add_skips_unchanged_and_search_finds_each_image(
-    tmp_settings: IndexerSettings, image_folder: Path, fake_encoder: FakeImageEncoder
+    tmp_settings: Settings, image_folder: Path, fake_encoder: FakeImageEncoder
 ) -> None:
     paths = sorted(image_folder.rglob("*.*"))
     with open_index(tmp_settings, fake_encoder) as index:
@@ -73,7 +73,7 @@ def test_add_skips_unchanged_and_search_finds_each_image(
 
 
 def test_same_content_new_path_reuses_features_and_changed_file_is_replaced(
-    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
 ) -> None:
     a, b = write_random_images(tmp_path / "in", 2)
     copy = tmp_path / "in" / "copy.jpg"
@@ -92,7 +92,7 @@ def test_same_content_new_path_reuses_features_and_changed_file_is_replaced(
 
 
 def test_bad_files_are_reported_not_fatal(
-    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
 ) -> None:
     (good,) = write_random_images(tmp_path / "in", 1)
     bad = tmp_path / "in" / "bad.jpg"
@@ -109,9 +109,7 @@ def test_bad_files_are_reported_not_fatal(
         assert_consistent(index)
 
 
-def test_metadata_is_stored_and_updated(
-    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
-) -> None:
+def test_metadata_is_stored_and_updated(tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder) -> None:
     (a,) = write_random_images(tmp_path / "in", 1)
     with open_index(tmp_settings, fake_encoder) as index:
         index.add_paths(
@@ -124,7 +122,7 @@ def test_metadata_is_stored_and_updated(
         assert (record.title, record.caption, len(index)) == ("Hund", "ein Hund", 1)
 
 
-def test_upload_bytes(tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder) -> None:
+def test_upload_bytes(tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder) -> None:
     buffer = io.BytesIO()
     Image.new("RGB", (30, 20), (10, 200, 30)).save(buffer, format="PNG")
     data = buffer.getvalue()
@@ -146,7 +144,7 @@ def test_upload_bytes(tmp_settings: IndexerSettings, tmp_path: Path, fake_encode
         assert index.remove([record.id]) == 1 and not stored.exists()  # the upload goes with its record
 
 
-def test_remove_and_rebuild(tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder) -> None:
+def test_remove_and_rebuild(tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder) -> None:
     paths = write_random_images(tmp_path / "in", 8)
     with open_index(tmp_settings, fake_encoder) as index:
         index.add_paths(paths, progress=False)
@@ -162,7 +160,7 @@ def test_remove_and_rebuild(tmp_settings: IndexerSettings, tmp_path: Path, fake_
         assert_consistent(index)
 
 
-def test_kind_follows_size_rule(tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder) -> None:
+def test_kind_follows_size_rule(tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder) -> None:
     paths = write_random_images(tmp_path / "in", 10)
     settings = tmp_settings.model_copy(update={"vector_index": VectorIndexSettings(exact_max=5, hnsw_max=1000)})
     with open_index(settings, fake_encoder) as index:
@@ -177,7 +175,7 @@ def test_kind_follows_size_rule(tmp_settings: IndexerSettings, tmp_path: Path, f
 
 
 def test_growth_into_pq_refine_keeps_exact_scores_and_removal(
-    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
 ) -> None:
     paths = write_random_images(tmp_path / "in", PQ_MIN_VECTORS + 20, size=(8, 8))
     # The fake features of random pixels are near-uniform noise, on which 4-bit codes rank poorly: a shortlist as
@@ -196,7 +194,7 @@ def test_growth_into_pq_refine_keeps_exact_scores_and_removal(
 
 
 def test_other_encoder_or_space_is_a_clear_error(
-    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
 ) -> None:
     with pytest.raises(IndexNotFoundError, match="index add"):
         open_index(tmp_settings, fake_encoder, create=False)
@@ -218,7 +216,7 @@ def test_other_encoder_or_space_is_a_clear_error(
         np.testing.assert_allclose(index.vector(record.id), centred.apply(raw)[0], atol=1e-5)  # type: ignore[arg-type]
 
 
-def test_default_space_comes_from_tower_config(tmp_settings: IndexerSettings, tmp_path: Path) -> None:
+def test_default_space_comes_from_tower_config(tmp_settings: Settings, tmp_path: Path) -> None:
 
     from indexer.store.opening import default_image_space
 
@@ -233,7 +231,7 @@ def test_default_space_comes_from_tower_config(tmp_settings: IndexerSettings, tm
 
 
 def test_searches_run_while_a_writer_adds(
-    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
 ) -> None:
     paths = write_random_images(tmp_path / "in", 40)
     with open_index(tmp_settings, fake_encoder) as index:
@@ -268,7 +266,7 @@ def test_searches_run_while_a_writer_adds(
 
 @pytest.mark.postgres
 def test_index_with_postgres_metadata(
-    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder, postgres_url: str, pg_schema: str
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder, postgres_url: str, pg_schema: str
 ) -> None:
     # libpq options put the tables into the test's own schema.
     url = f"{postgres_url}?options=-csearch_path%3D{pg_schema}"
@@ -285,7 +283,7 @@ def test_index_with_postgres_metadata(
         assert [r.id for r in reopened.list()] == [1, 3, 4, 5]
 
 
-def test_ctrl_c_keeps_finished_batches(tmp_settings: IndexerSettings, tmp_path: Path) -> None:
+def test_ctrl_c_keeps_finished_batches(tmp_settings: Settings, tmp_path: Path) -> None:
     class InterruptedEncoder(FakeImageEncoder):
         def _predict(self, images):  # type: ignore[no-untyped-def]
             if self.calls == 2:  # the third batch: the user presses Ctrl-C
@@ -304,7 +302,7 @@ def test_ctrl_c_keeps_finished_batches(tmp_settings: IndexerSettings, tmp_path: 
 
 
 def test_upload_path_is_absolute_with_a_relative_index_dir(
-    tmp_settings: IndexerSettings, fake_encoder: FakeImageEncoder
+    tmp_settings: Settings, fake_encoder: FakeImageEncoder
 ) -> None:
     buffer = io.BytesIO()
     Image.new("RGB", (12, 12), (1, 2, 3)).save(buffer, format="JPEG")

@@ -17,7 +17,7 @@ from sqlalchemy.exc import OperationalError
 
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 
 TESTS_DIR = Path(__file__).parent
 WRITER = textwrap.dedent(
@@ -28,11 +28,11 @@ WRITER = textwrap.dedent(
     from conftest import FakeImageEncoder
     import indexer.image_index as collection
     from indexer.image_space import ImageSpace
-    from indexer.indexer_settings import IndexerSettings
+    from indexer.settings import Settings
 
     collection.CHECKPOINT_SECONDS = float(os.environ["CHECKPOINT_SECONDS"])
     root = Path(os.environ["ROOT"])
-    settings = IndexerSettings(home=root / "home", index_dir=root / "index", cache_dir=root / "cache", batch_size=4)
+    settings = Settings(home=root / "home", index_dir=root / "index", cache_dir=root / "cache", batch_size=4)
     index = collection.ImageIndex.open(settings, encoder=FakeImageEncoder(), image_space=ImageSpace("l2"))
     index.add_paths(sorted((root / "photos").iterdir()), progress=False)
     print("finished", flush=True)
@@ -40,8 +40,8 @@ WRITER = textwrap.dedent(
 )
 
 
-def settings_for(root: Path) -> IndexerSettings:
-    return IndexerSettings(home=root / "home", index_dir=root / "index", cache_dir=root / "cache", batch_size=4)
+def settings_for(root: Path) -> Settings:
+    return Settings(home=root / "home", index_dir=root / "index", cache_dir=root / "cache", batch_size=4)
 
 
 def committed_rows(root: Path) -> int:

@@ -18,7 +18,7 @@ import indexer.store.photo_ingest as photo_ingest
 import indexer.store.reencode as reencode
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 
 
 class Pending:
@@ -69,9 +69,7 @@ def pending(monkeypatch: pytest.MonkeyPatch) -> Pending:
     return counter
 
 
-def test_decoded_photos_never_wait_for_the_encoder(
-    tmp_settings: IndexerSettings, tmp_path: Path, pending: Pending
-) -> None:
+def test_decoded_photos_never_wait_for_the_encoder(tmp_settings: Settings, tmp_path: Path, pending: Pending) -> None:
     paths = write_random_images(tmp_path / "photos", 8, size=(400, 300))  # batch_size is 4 in tmp_settings
     encoder = PreparingEncoder(pending)
     with ImageIndex.open(tmp_settings, encoder=encoder, image_space=ImageSpace("l2")) as index:

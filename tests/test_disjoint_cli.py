@@ -10,10 +10,7 @@ import pytest
 from test_train_cli import invoke
 from test_train_cli import toy as toy_data  # noqa: F401  (the fixture with the toy encoders)
 
-import training.disjoint as disjoint_module
-import training.pseudopairs as pseudopairs_module
 from training.pseudopairs import hubness, keep_mask, match
-from training.synthetic import ToyImageEncoder, ToyTextEncoder
 
 TINY = ["--batch-size", "8", "--hidden-dims", "32", "--dropouts", "0,0", "--lr", "0.01"]
 
@@ -21,10 +18,7 @@ TINY = ["--batch-size", "8", "--hidden-dims", "32", "--dropouts", "0,0", "--lr",
 @pytest.fixture
 def toy(toy_data: Path, monkeypatch: pytest.MonkeyPatch) -> Path:  # noqa: F811
     """The toy data set, with the toy encoders also where the disjoint and pseudo-pair code looks them up."""
-    monkeypatch.setattr(disjoint_module, "create_image_encoder", lambda spec, **_: ToyImageEncoder())
-    for module in (disjoint_module, pseudopairs_module):
-        monkeypatch.setattr(module, "create_text_encoder", lambda spec, models_dir, **_: ToyTextEncoder())
-    return toy_data
+    return toy_data  # the toy encoders are patched into the one encoder factory by test_train_cli's fixture
 
 
 def split(data: Path, out: Path, *parts: str) -> None:

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-import training.train as train_module
+import indexer.encoders.factory as factory_module
 from indexer.caption_records import Caption
+from indexer.settings import Settings
 from training.distill import DistillOptions, segment_mean
 from training.losses.distill import DistillLoss, distill_loss
 from training.synthetic import WORDS, ToyImageEncoder, ToyTextEncoder, make_dataset
@@ -97,11 +98,11 @@ def _corpus(path: Path) -> Path:
 @pytest.mark.parametrize("teacher", ["self", "frozen"])
 def test_training_with_a_text_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, teacher: str) -> None:
     torch.set_num_threads(1)
-    monkeypatch.setattr(train_module, "create_image_encoder", lambda spec: ToyImageEncoder())
-    monkeypatch.setattr(train_module, "create_text_encoder", lambda spec, models_dir: ToyTextEncoder())
+    monkeypatch.setattr(factory_module, "create_image_encoder", lambda spec, **_: ToyImageEncoder())
+    monkeypatch.setattr(factory_module, "create_text_encoder", lambda spec, *_, **__: ToyTextEncoder())
     data = make_dataset(tmp_path / "data")
     base = {
-        "data": data, "cache_dir": tmp_path / "cache", "models_dir": tmp_path / "m", "langs": ["en"],
+        "data": data, "cache_dir": tmp_path / "cache", "settings": Settings(models_dir=tmp_path / "m"), "langs": ["en"],
         "hidden_dims": [32], "dropouts": [0.0, 0.0], "batch_size": 8, "epochs": 4, "patience": 4,
     }  # fmt: skip
     first = train(TrainConfig(out=tmp_path / "plain", **base))  # type: ignore[arg-type]
@@ -116,13 +117,13 @@ def test_training_with_a_text_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_a_teacher_on_another_encoder_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(train_module, "create_image_encoder", lambda spec: ToyImageEncoder())
-    monkeypatch.setattr(train_module, "create_text_encoder", lambda spec, models_dir: ToyTextEncoder())
+    monkeypatch.setattr(factory_module, "create_image_encoder", lambda spec, **_: ToyImageEncoder())
+    monkeypatch.setattr(factory_module, "create_text_encoder", lambda spec, *_, **__: ToyTextEncoder())
     data = make_dataset(tmp_path / "data")
     base = {
         "data": data,
         "cache_dir": tmp_path / "c",
-        "models_dir": tmp_path / "m",
+        "settings": Settings(models_dir=tmp_path / "m"),
         "langs": ["en"],
         "hidden_dims": [8],
         "dropouts": [0.0, 0.0],

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from indexer.encoders.e5_onnx import length_groups
-from indexer.encoders.e5_tokenizer import combine_windows, pad_batch
-from indexer.encoders.e5_weights import dequantize_q4
+from indexer.encoders.e5 import combine_windows, dequantize_q4, length_groups, pad_batch
 
 
 def test_dequantize_q4_block_layout() -> None:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
-from indexer.encoders import UnknownEncoderError, create_image_encoder, create_text_encoder
 from indexer.encoders.base import EncoderNotLoadedError
+from indexer.encoders.factory import UnknownEncoderError, create_image_encoder, create_text_encoder
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageOps
 
-from indexer.encoders import create_image_encoder, create_text_encoder
+from indexer.encoders.factory import create_image_encoder, create_text_encoder
 from indexer.model_files import MUSE_ONNX
 
 pytestmark = pytest.mark.slow

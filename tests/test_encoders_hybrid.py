@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from api_fixtures import FakeTextEncoder
 
-from indexer.encoders import create_text_encoder
+from indexer.encoders.factory import create_text_encoder
 from indexer.encoders.hybrid import HybridTextEncoder
 from training.features import text_embeddings
 

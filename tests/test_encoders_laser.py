@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.encoders import create_text_encoder
+from indexer.encoders.factory import create_text_encoder
 from indexer.encoders.laser import EOS, SPM_FILE, UNK, WEIGHTS_FILE, LaserUnavailableError, build_lstm
 
 pytest.importorskip("sentencepiece", reason="optional LASER extra not installed")

@@ -22,7 +22,7 @@ from api_fixtures import API_KEY
 from fastapi.testclient import TestClient
 from PIL import Image, PngImagePlugin
 
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store.ingest import read_files
 
 pytest_plugins = ("api_fixtures",)
@@ -105,7 +105,7 @@ def test_files_over_the_size_limit_are_refused_before_they_are_read(
     start = time.perf_counter()
     refused = client.post("/v1/images", data={"path": str(huge)}, headers=ADMIN)
     assert refused.status_code == 422 and "POLYGLOT_MAX_FILE_BYTES" in refused.json()["detail"]
-    batch = read_files([huge], {}, {}, IndexerSettings().max_file_bytes)  # what `polyglot index add` does
+    batch = read_files([huge], {}, {}, Settings().index.max_file_bytes)  # what `polyglot index add` does
     assert batch.failed and "file too large" in batch.failed[0][1] and not batch.items
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 50 and time.perf_counter() - start < 2, (grown_mb, time.perf_counter() - start)
@@ -124,7 +124,7 @@ def test_metadata_too_large_is_422_not_413(client: TestClient) -> None:
 
 @pytest.fixture
 def quick_timeout(service_settings, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    service_settings.body_timeout_seconds = 1.0
+    service_settings.service.body_timeout_seconds = 1.0
     return service_settings
 
 

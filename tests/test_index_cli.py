@@ -24,7 +24,7 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", "efficientnet-lite0")
     # The CLI builds its encoder from settings; swap in the fast fake one, keeping the name check honest.
     monkeypatch.setattr(
-        "indexer.image_index.image_encoder_from_settings", lambda settings: _named_fake(settings.image_encoder)
+        "indexer.image_index.build_image_encoder", lambda settings: _named_fake(settings.models.image_encoder)
     )
     return tmp_path
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from indexer.query.language import detect_language
+from indexer.query.pipeline import detect_language
 
 CAPTIONS = {
     "en": "A little girl climbing into a wooden playhouse.",

@@ -14,7 +14,7 @@ import pytest
 from conftest import FakeImageEncoder, write_random_images
 from test_collection import assert_consistent, assert_finds_then_forgets, open_index
 
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store.index_kinds import MMAP_KIND, PQ_MIN_VECTORS, VectorIndexSettings
 from indexer.store.sidecar import Sidecar
 
@@ -31,7 +31,7 @@ KILLED_REBUILD = textwrap.dedent(
     from conftest import FakeImageEncoder
     from indexer.image_index import ImageIndex
     from indexer.image_space import ImageSpace
-    from indexer.indexer_settings import IndexerSettings
+    from indexer.settings import Settings
     from indexer.store.index_kinds import VectorIndexSettings
     from indexer.store.mmap_index import MmapIvfIndex
 
@@ -39,15 +39,15 @@ KILLED_REBUILD = textwrap.dedent(
         os.kill(os.getpid(), signal.SIGKILL)
 
     MmapIvfIndex.train = classmethod(die)
-    settings = IndexerSettings.model_validate_json(os.environ["SETTINGS"])
+    settings = Settings.model_validate_json(os.environ["SETTINGS"])
     index = ImageIndex.open(settings, encoder=FakeImageEncoder(), image_space=ImageSpace("l2"))
     index.rebuild(progress=False)
     """
 )
 
 
-def settings_in(root: Path) -> IndexerSettings:
-    return IndexerSettings(
+def settings_in(root: Path) -> Settings:
+    return Settings(
         home=root / "home", index_dir=root / "index", cache_dir=root / "cache", batch_size=64, vector_index=RULE
     )
 
@@ -66,7 +66,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def grown(template: Path, tmp_path: Path) -> IndexerSettings:
+def grown(template: Path, tmp_path: Path) -> Settings:
     for name in ("index", "cache"):
         shutil.copytree(template / name, tmp_path / name)
     os.symlink(template / "in", tmp_path / "in")
@@ -74,7 +74,7 @@ def grown(template: Path, tmp_path: Path) -> IndexerSettings:
 
 
 def test_growth_into_mmap_kind_then_add_and_remove_without_rebuild(
-    grown: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+    grown: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
 ) -> None:
     with open_index(grown, fake_encoder) as index:
         stats = index.stats()
@@ -95,7 +95,7 @@ def test_growth_into_mmap_kind_then_add_and_remove_without_rebuild(
 
 
 def test_writer_killed_during_rebuild_leaves_the_last_good_generation(
-    grown: IndexerSettings, fake_encoder: FakeImageEncoder
+    grown: Settings, fake_encoder: FakeImageEncoder
 ) -> None:
     folder = grown.resolved_index_dir
     with open_index(grown, fake_encoder) as index:

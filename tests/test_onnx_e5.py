@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from indexer.built_models import build
-from indexer.encoders import create_text_encoder
-from indexer.encoders.e5_onnx import E5OnnxEncoder
+from indexer.encoders.e5 import E5OnnxEncoder
+from indexer.encoders.factory import create_text_encoder
+from indexer.export.registry import E5_SMALL_ONNX
 
 pytestmark = pytest.mark.slow
 
@@ -54,8 +55,7 @@ def engine() -> object:
 
 
 def test_tokenizer_matches_the_engine(engine: object) -> None:
-    from indexer.encoders.e5_tokenizer import E5Tokenizer
-    from indexer.encoders.e5_weights import E5Weights
+    from indexer.encoders.e5 import E5Tokenizer, E5Weights
 
     tokenizer = E5Tokenizer(E5Weights())
     model = engine._model  # type: ignore[attr-defined]
@@ -68,12 +68,11 @@ def test_tokenizer_matches_the_engine(engine: object) -> None:
 def test_torch_reference_and_fp32_graph_agree(models_dir: Path) -> None:
     import torch
 
-    from indexer.encoders.e5_tokenizer import pad_batch
-    from indexer.encoders.e5_weights import E5Weights
+    from indexer.encoders.e5 import E5Weights, pad_batch
     from indexer.export.e5 import E5Encoder
 
     weights = E5Weights()
-    onnx = E5OnnxEncoder(models_dir, "fp32", threads=1)
+    onnx = E5OnnxEncoder(models_dir, "fp32", threads=1, export=E5_SMALL_ONNX)
     onnx.load()
     assert onnx._tokenizer is not None
     rows, _, _ = onnx._tokenizer.windows(TEXTS[:6])

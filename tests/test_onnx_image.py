@@ -14,8 +14,8 @@ import pytest
 from PIL import Image, ImageDraw
 
 from indexer.built_models import build
-from indexer.encoders import create_image_encoder
 from indexer.encoders.efficientnet_onnx import EfficientNetLiteOnnxEncoder
+from indexer.encoders.factory import create_image_encoder
 from indexer.export.registry import IMAGE_EXPORTS
 
 pytestmark = pytest.mark.slow

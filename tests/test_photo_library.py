@@ -17,9 +17,9 @@ from sqlalchemy import create_engine, text
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, decode_image
-from indexer.indexer_settings import IndexerSettings
 from indexer.photo_metadata import photo_facts
 from indexer.raw_preview import raw_preview
+from indexer.settings import Settings
 from indexer.store.metadata import MetadataStore, NewImage, sqlite_url
 from indexer.thumbnails import thumbnail_path
 
@@ -75,7 +75,7 @@ def test_limits_still_apply_to_the_full_size_from_the_header() -> None:
 
 
 def test_indexing_decodes_reduced_stores_the_real_size_and_writes_the_thumbnail(
-    tmp_settings: IndexerSettings, tmp_path: Path
+    tmp_settings: Settings, tmp_path: Path
 ) -> None:
     photo = write(tmp_path / "photos", "big.jpg", jpeg((2048, 1536), orientation=6))
     encoder = SizedFakeEncoder()
@@ -85,19 +85,19 @@ def test_indexing_decodes_reduced_stores_the_real_size_and_writes_the_thumbnail(
     # 1/4 scale, upright: the short side kept >= the thumbnail's 256 (the encoder alone needs 32)
     assert encoder.sizes == [(384, 512)]
     assert (record.width, record.height) == (1536, 2048)  # the photo's own size, not the decode's
-    thumb = thumbnail_path(tmp_settings.resolved_cache_dir, record.sha256, tmp_settings.thumbnail_size)
+    thumb = thumbnail_path(tmp_settings.resolved_cache_dir, record.sha256, tmp_settings.index.thumbnail_size)
     assert Image.open(thumb).size == (192, 256)  # from the same (reduced) decode, no second full decode
 
 
 @pytest.mark.slow
-def test_reduced_decoding_keeps_the_vectors_of_full_decoding(tmp_settings: IndexerSettings) -> None:
+def test_reduced_decoding_keeps_the_vectors_of_full_decoding(tmp_settings: Settings) -> None:
     """The bound behind the indexing speed-up: raw CNN features of 12-Mpx JPEGs decoded at 1/8 scale against
     a full decode (measured on 20 dev photos upscaled to 4000×3000: min 0.9988, mean 0.9993)."""
     from skimage import data as samples
 
-    from indexer.encoders.factory import image_encoder_from_settings
+    from indexer.encoders import build_image_encoder
 
-    encoder = image_encoder_from_settings(IndexerSettings(models_dir=IndexerSettings().resolved_models_dir))
+    encoder = build_image_encoder(Settings(models_dir=Settings().resolved_models_dir))
     encoder.load()
     side = encoder.decode_side
     assert side is not None
@@ -157,7 +157,7 @@ def test_exif_facts_time_zone_gps_camera_orientation() -> None:
 
 
 def test_a_folder_of_mixed_formats_indexes_with_its_facts(
-    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
 ) -> None:
     folder = tmp_path / "library"
     write(folder / "Lisbon", "beach.jpg", jpeg(seed=1, taken=datetime(2024, 7, 14, 18, 30), gps=LISBON))
@@ -184,7 +184,7 @@ def test_a_folder_of_mixed_formats_indexes_with_its_facts(
 
 
 def test_adding_again_fills_the_facts_of_rows_from_before_them(
-    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
 ) -> None:
     """README: ``polyglot index add`` (or the watcher) fills the facts in for unchanged files it meets."""
     photo = write(tmp_path / "Lisbon", "beach.jpg", jpeg(seed=1, taken=datetime(2024, 7, 14, 18, 30), gps=LISBON))

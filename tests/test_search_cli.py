@@ -15,8 +15,8 @@ import indexer.query as query
 from app.cli import cli
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
-from indexer.indexer_settings import IndexerSettings
 from indexer.query import QueryPipeline
+from indexer.settings import Settings
 
 runner = CliRunner()
 
@@ -29,7 +29,7 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "var"))
     monkeypatch.setenv("POLYGLOT_TOWER_PATH", str(tmp_path / "no-tower"))  # plain l2 space, as the fake tower's
     monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", FakeImageEncoder.name)
-    monkeypatch.setattr("indexer.image_index.image_encoder_from_settings", lambda settings: FakeImageEncoder(0))
+    monkeypatch.setattr("indexer.image_index.build_image_encoder", lambda settings: FakeImageEncoder(0))
     monkeypatch.setattr(query, "load_models", fake_load_models)
     return tmp_path
 
@@ -51,7 +51,7 @@ def test_text_and_image_search_on_an_index_built_by_the_cli(cli_env: Path) -> No
     scores = [r["score"] for r in answer["results"]]
     assert scores == sorted(scores, reverse=True)
     # The same ranking as the library's pipeline over the same index.
-    settings = IndexerSettings()
+    settings = Settings()
     models = fake_load_models(settings)
     with ImageIndex.open(settings, image_space=ImageSpace("l2"), create=False, encoder=FakeImageEncoder(0)) as index:
         expected = QueryPipeline(models, settings).search_texts(index, [("un chien sur la plage", "fr", 4)])[0]

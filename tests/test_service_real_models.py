@@ -15,8 +15,8 @@ from threadpoolctl import threadpool_info
 
 from app.main import create_app
 from app.service_settings import ServiceSettings
+from indexer.asset_paths import shipped_tower_path
 from indexer.captions import Caption
-from indexer.embedders import shipped_tower_path
 from indexer.image_index import ImageIndex
 
 pytestmark = pytest.mark.slow
@@ -72,7 +72,7 @@ def test_real_engine_searches_with_its_threads_pinned(tmp_path: Path, monkeypatc
         # Search runs on its own thread, and no BLAS pool spins beside it (one thread each, as configured).
         assert "search-batch-0" in {thread.name for thread in threading.enumerate()}
         blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
-        assert blas and set(blas) == {settings.inference_threads}
+        assert blas and set(blas) == {settings.service.inference_threads}
 
 
 @pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped student")

@@ -148,7 +148,7 @@ def test_onnx_student_equals_the_pytorch_student(tmp_path: Path) -> None:
     folder = train_toy(tmp_path / "student", tiny_recipe(steps=1))
     assert (folder / TRUNK_DELTA).exists()
     texts = ["a dog on the beach", "Ein Hund läuft am Strand.", "金鱼", "goldfish"]
-    from indexer.encoders.e5_weights import E5Weights
+    from indexer.encoders.e5 import E5Weights
     from indexer.tower import TextTower
     from training.student.train import Student
 
@@ -163,7 +163,7 @@ def test_onnx_student_equals_the_pytorch_student(tmp_path: Path) -> None:
 
 
 def test_new_student_maps_into_the_image_space_dimension() -> None:
-    from indexer.encoders.e5_weights import E5Weights
+    from indexer.encoders.e5 import E5Weights
     from indexer.image_space import ImageSpace
 
     space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))

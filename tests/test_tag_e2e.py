@@ -12,11 +12,11 @@ from PIL import Image, ImageDraw
 from typer.testing import CliRunner
 
 from app.cli import cli
-from indexer.embedders import shipped_tower_path
-from indexer.encoders import create_image_encoder
+from indexer.asset_paths import shipped_tower_path
+from indexer.encoders.factory import create_image_encoder
 from indexer.images import load_image
-from indexer.indexer_settings import IndexerSettings
 from indexer.query import load_text_tower
+from indexer.settings import Settings
 
 pytestmark = pytest.mark.slow
 REPO_MODELS = Path(__file__).resolve().parents[1] / "var" / "models"
@@ -52,7 +52,7 @@ def test_vocabulary_then_tags_with_the_shipped_models(tmp_path: Path, monkeypatc
     assert len(tags) == 3 and len({t["tag"] for t in tags}) == 3
     assert all(t["tag"] in words for t in tags)
     # Recompute eq. 5 with the same shipped models (the student), independently of the Tagger's code path.
-    text = load_text_tower(IndexerSettings(models_dir=REPO_MODELS), alignments=False, clc=False)
+    text = load_text_tower(Settings(models_dir=REPO_MODELS), alignments=False, clc=False)
     encoder = create_image_encoder(text.tower.image_encoder)
     encoder.load()
     image = text.tower.image_space.apply(encoder.predict([load_image(tmp_path / "beach.png")]))[0]

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-import training.train as train_module
+import indexer.encoders.factory as factory_module
+from indexer.settings import Settings
 from indexer.tower import TextTower
 from training.data import DatasetError
 from training.evaluate import evaluate_tower
@@ -22,8 +23,8 @@ from training.train import TrainConfig, parse_langs, train
 @pytest.fixture(autouse=True)
 def _toy_encoders(monkeypatch: pytest.MonkeyPatch) -> None:
     torch.set_num_threads(1)
-    monkeypatch.setattr(train_module, "create_image_encoder", lambda spec: ToyImageEncoder())
-    monkeypatch.setattr(train_module, "create_text_encoder", lambda spec, models_dir: ToyTextEncoder())
+    monkeypatch.setattr(factory_module, "create_image_encoder", lambda spec, **_: ToyImageEncoder())
+    monkeypatch.setattr(factory_module, "create_text_encoder", lambda spec, *_, **__: ToyTextEncoder())
 
 
 def config(tmp_path: Path, **overrides: object) -> TrainConfig:
@@ -34,7 +35,7 @@ def config(tmp_path: Path, **overrides: object) -> TrainConfig:
         "data": data,
         "out": tmp_path / "tower",
         "cache_dir": tmp_path / "cache",
-        "models_dir": tmp_path / "models",
+        "settings": Settings(models_dir=tmp_path / "models"),
         "langs": ["en"],
         "hidden_dims": [32],
         "dropouts": [0.0, 0.0],

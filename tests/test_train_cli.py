@@ -10,11 +10,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-import indexer.embedders as embedders_module
-import indexer.encoders as encoders_module
-import indexer.query.models as query_models_module
-import training.align as align_module
-import training.train as train_module
+import indexer.encoders.factory as factory_module
 from app.cli import cli
 from indexer.model_files import MUSE_ONNX
 from training.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
@@ -26,14 +22,10 @@ runner = CliRunner()
 def toy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     torch.set_num_threads(1)
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
-    # The commands import the factory when they run: patch it where it is looked up (training, the evaluate
-    # command, and the query pipeline's model loading).
-    for module in (train_module, align_module, encoders_module, embedders_module, query_models_module):
-        monkeypatch.setattr(module, "create_image_encoder", lambda spec, **_: ToyImageEncoder(), raising=False)
-        monkeypatch.setattr(module, "image_encoder_from_settings", lambda settings: ToyImageEncoder(), raising=False)
-        monkeypatch.setattr(
-            module, "create_text_encoder", lambda spec, models_dir, **_: ToyTextEncoder(), raising=False
-        )
+    # Every encoder is built by the one factory (training, the commands, the query pipeline's model loading):
+    # its low-level constructors are the one place to patch.
+    monkeypatch.setattr(factory_module, "create_image_encoder", lambda spec, **_: ToyImageEncoder())
+    monkeypatch.setattr(factory_module, "create_text_encoder", lambda spec, *_, **__: ToyTextEncoder())
     return make_dataset(tmp_path / "data")
 
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import FakeImageEncoder, write_random_images
 from test_collection import assert_consistent, open_index
 
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store.index_kinds import VectorIndexSettings
 from indexer.store.milvus_vectors import MilvusVectors
 from indexer.store.vector_files import MmapBuilder
@@ -107,7 +107,7 @@ INDEX_BACKENDS = ["faiss-flat", "milvus-flat"]  # the kinds' differences are the
 
 @pytest.mark.parametrize("name", INDEX_BACKENDS)
 def test_image_index_contract(
-    name: str, request: pytest.FixtureRequest, tmp_settings: IndexerSettings, tmp_path: Path
+    name: str, request: pytest.FixtureRequest, tmp_settings: Settings, tmp_path: Path
 ) -> None:
     vector_index = backend_settings(name, request)
     settings = tmp_settings.model_copy(update={"vector_index": vector_index})
@@ -154,7 +154,7 @@ def _kind(name: str) -> str:
 
 
 def test_an_index_moves_from_faiss_to_milvus_by_reopening(
-    request: pytest.FixtureRequest, tmp_settings: IndexerSettings, tmp_path: Path
+    request: pytest.FixtureRequest, tmp_settings: Settings, tmp_path: Path
 ) -> None:
     paths = write_random_images(tmp_path / "photos", 6, size=(16, 12))
     encoder = FakeImageEncoder(0)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store.vectors import (
     PQ_MIN_VECTORS,
     SearchResult,
@@ -145,11 +145,11 @@ def test_kind_rule_and_memory_estimates() -> None:
 
 
 def test_kind_settings_are_read_with_the_indexer_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """POLYGLOT_INDEX_* is read where the edge builds IndexerSettings; the index library is handed the values."""
+    """POLYGLOT_INDEX_* is read where the edge builds Settings; the index library is handed the values."""
     monkeypatch.chdir(tmp_path)  # no .env
     monkeypatch.setenv("POLYGLOT_INDEX_KIND", "hnsw")
     monkeypatch.setenv("POLYGLOT_INDEX_HNSW_M", "16")
-    settings = IndexerSettings()
+    settings = Settings()
     monkeypatch.delenv("POLYGLOT_INDEX_KIND")
     assert (settings.vector_index.kind, settings.vector_index.hnsw_m) == ("hnsw", 16)
 

@@ -20,7 +20,7 @@ from app.main import create_app
 from app.service_settings import ServiceSettings
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.watch import FolderWatcher
 
 WITHIN = 15.0  # seconds: the bound the test holds the watcher to (it applies after 0.2 s of quiet)
@@ -40,7 +40,7 @@ def _names(index: ImageIndex) -> dict[str, str]:
 
 
 def test_create_edit_rename_move_and_delete_reach_the_index(
-    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
 ) -> None:
     folder = tmp_path / "watched"
     write(folder, "a.jpg", jpeg(seed=1))
@@ -74,7 +74,7 @@ def test_create_edit_rename_move_and_delete_reach_the_index(
 
 
 def test_catch_up_removes_what_vanished_while_nobody_watched(
-    tmp_settings: IndexerSettings, tmp_path: Path, fake_encoder: FakeImageEncoder
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
 ) -> None:
     folder = tmp_path / "watched"
     keep, gone = write(folder, "keep.jpg", jpeg(seed=1)), write(folder, "gone.jpg", jpeg(seed=2))

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from indexer.encoders import create_image_encoder, create_text_encoder
-from indexer.indexer_settings import IndexerSettings
+from indexer.encoders import build_image_encoder, build_text_encoder
+from indexer.settings import Settings
 from indexer.tower import TextTower
 from training.evaluate import evaluate_vectors, first_caption_rows
 from training.losses import create_loss
@@ -101,9 +101,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    settings = IndexerSettings()
-    image_encoder = create_image_encoder("efficientnet-lite2")
-    text_encoder = create_text_encoder(args.text_encoder, settings.resolved_models_dir)
+    settings = Settings()
+    image_encoder = build_image_encoder(settings, "efficientnet-lite2")
+    text_encoder = build_text_encoder(settings, args.text_encoder)
     cache = settings.resolved_cache_dir
     train = prepare_split(args.data, "train", ["en"], image_encoder, text_encoder, cache)
     dev = prepare_split(args.data, "dev", ["en"], image_encoder, text_encoder, cache)

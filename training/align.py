@@ -25,7 +25,8 @@ from safetensors.numpy import save as save_numpy
 
 from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.captions.alignment import CONFIG_NAME, WEIGHTS_NAME, save_linear
-from indexer.encoders import create_image_encoder, create_text_encoder
+from indexer.encoders import build_image_encoder, build_text_encoder
+from indexer.settings import Settings
 from training.c2c_eval import c2c_table
 from training.cca import LinearAlignment, fit_cca, fit_pcca, pca
 from training.dcca import VARIANTS, Branch, NoiConfig, NoiTrainer, minibatches
@@ -39,7 +40,7 @@ class AlignConfig:
     data: Path
     out: Path
     cache_dir: Path
-    models_dir: Path
+    settings: Settings  # encoders are built from it (models folder, device, backend, e5 precision)
     method: str = "pcca"
     langs: tuple[str, str] = ("en", "de")
     text_encoder: str = "muse"
@@ -184,8 +185,8 @@ def run(config: AlignConfig) -> dict[str, Any]:
     """Prepare features, fit, evaluate (holdout and dev), save; returns the report."""
     started = time.perf_counter()
     x_lang, y_lang = config.langs
-    image_encoder = create_image_encoder(config.image_encoder)
-    text_encoder = create_text_encoder(config.text_encoder, config.models_dir)
+    image_encoder = build_image_encoder(config.settings, config.image_encoder)
+    text_encoder = build_text_encoder(config.settings, config.text_encoder)
 
     def load(split: str) -> Triplets:
         prepared = prepare_split(config.data, split, [x_lang, y_lang], image_encoder, text_encoder, config.cache_dir)

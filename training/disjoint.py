@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from indexer.encoders import create_image_encoder, create_text_encoder
+from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.tower import TextTower
 from training.early_stop import BestEpoch
 from training.evaluate import first_caption_rows
@@ -87,8 +87,8 @@ def train_disjoint(config: TrainConfig, options: DisjointOptions) -> TrainResult
     init = TextTower.from_pretrained(options.init_from) if options.init_from else None
     text_name = init.text_encoder if init is not None else config.text_encoder
     image_name = init.image_encoder if init is not None else config.image_encoder
-    image_encoder = create_image_encoder(image_name)
-    text_encoder = create_text_encoder(text_name, config.models_dir)
+    image_encoder = build_image_encoder(config.settings, image_name)
+    text_encoder = build_text_encoder(config.settings, text_name)
     trains = _load(config, options, image_encoder, text_encoder)
     space_from = config.image_space_from or options.init_from
     space = fit_image_space(config.space, np.concatenate([t.image_features for t in trains]), space_from)

@@ -27,7 +27,8 @@ import numpy as np
 from tqdm import tqdm
 
 from indexer.atomic import atomic_write_json
-from indexer.encoders import create_text_encoder
+from indexer.encoders import build_text_encoder
+from indexer.settings import Settings
 from indexer.tower import TextTower
 from training.collections import link_images, write_lines
 from training.data import CaptionDataset, DatasetError, load_dataset, read_split
@@ -78,7 +79,7 @@ def make_pseudopairs(
     target: Path,
     out: Path,
     cache_dir: Path,
-    models_dir: Path,
+    settings: Settings,
     split: str = "train",
     keep: str = "all",
     with_originals: bool = False,
@@ -86,7 +87,7 @@ def make_pseudopairs(
     if keep not in FILTERS:
         raise ValueError(f"unknown filter {keep!r}; choose one of: {', '.join(FILTERS)}")
     tower = TextTower.from_pretrained(tower_dir)
-    encoder = create_text_encoder(tower.text_encoder, models_dir)
+    encoder = build_text_encoder(settings, tower.text_encoder)
     targets = load_dataset(target, split)
     target_langs = set(targets.languages())
     sources = load_dataset(source, split)

@@ -128,12 +128,12 @@ def evaluate_served(
         "model": models.label,
         "text_encoder": models.text.encoder.name,
         "tower_path": models.text_folder or None,
-        "precision": settings.e5_precision if is_student(models) else None,
+        "precision": settings.models.e5_precision if is_student(models) else None,
         "bridge": models.text.bridge is not None,
         "index_kind": ranking.kind,
         "clc": clc,
         "clc_translator": models.translator.name if clc != "off" and models.translator else None,
         "clc_languages": pipeline.clc_languages if clc != "off" else None,
-        "clc_classifier": str(settings.clc_classifier) if clc == "classifier" else None,
+        "clc_classifier": str(settings.query.clc_classifier) if clc == "classifier" else None,
     }
     return evaluation

@@ -30,16 +30,16 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from indexer.asset_paths import shipped_tower_path
 from indexer.atomic import atomic_write_bytes, atomic_write_json
-from indexer.embedders import TextEmbedder, shipped_tower_path
-from indexer.indexer_settings import IndexerSettings
 from indexer.query import load_models
+from indexer.settings import ModelSettings, Settings
 from indexer.tagging.cached import embed_cached
 from indexer.tagging.ranking import DEFAULT_W1, DEFAULT_W2, assign_tags
 from indexer.tagging.source_tags import MatrixCaptionRetriever
 from indexer.tagging.text import count_content_words
 from indexer.tagging.vocabulary import Vocabulary, build_vocabulary
-from indexer.tower import TextTower, tower_fingerprint
+from indexer.tower import TextEmbedder, TextTower, tower_fingerprint
 from training.data import load_dataset
 from training.features import image_features
 from training.lexicon_baseline import Lexicon
@@ -70,7 +70,7 @@ def build_vocabularies(
 def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     config = TextTower.read_config(args.tower)
-    settings = IndexerSettings(models_dir=args.models_dir, image_encoder=config["image_encoder"])
+    settings = Settings(models_dir=args.models_dir, models=ModelSettings(image_encoder=config["image_encoder"]))
     models = load_models(settings.model_copy(update={"tower_path": args.tower}))
     text, encoder, space = models.text, models.image_encoder, models.image_space
     encoder.load()

@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from indexer.embedders import TextEmbedder
 from indexer.tagging.cached import embed_cached
 from indexer.tagging.ranking import assign_tags
 from indexer.tagging.source_tags import clean_class_name
 from indexer.tagging.text import normalise_text
+from indexer.tower import TextEmbedder
 from training.tagging_methods import WEIGHTINGS
 
 

@@ -20,8 +20,9 @@ import torch
 from tqdm import tqdm
 
 from indexer.bridge import LanguageBridge, remove_bridge
-from indexer.encoders import create_image_encoder, create_text_encoder
+from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.image_space import ImageSpace
+from indexer.settings import Settings
 from indexer.tower import TextTower
 from training.distill import DistillOptions, DistillSet
 from training.early_stop import BestEpoch
@@ -41,7 +42,7 @@ class TrainConfig:
     data: Path
     out: Path
     cache_dir: Path
-    models_dir: Path
+    settings: Settings  # encoders are built from it (models folder, device, backend, e5 precision)
     langs: list[str]
     split: str = "train"
     dev_split: str | None = "dev"
@@ -92,8 +93,8 @@ def _quick_dev_score(
 def train(config: TrainConfig) -> TrainResult:
     started = time.perf_counter()
     torch.manual_seed(config.seed)
-    image_encoder = create_image_encoder(config.image_encoder)
-    text_encoder = create_text_encoder(config.text_encoder, config.models_dir)
+    image_encoder = build_image_encoder(config.settings, config.image_encoder)
+    text_encoder = build_text_encoder(config.settings, config.text_encoder)
     unsupported = [lang for lang in config.langs if not text_encoder.supports(lang)]
     if unsupported:
         log.warning("text encoder %s does not declare %s; training on them anyway", text_encoder.name, unsupported)
@@ -225,7 +226,7 @@ def save(
     disjoint: dict[str, Any] | None = None,
 ) -> None:
     recipe = json.loads(json.dumps(asdict(config), default=str))  # paths (also inside the distill options) as text
-    for private in ("cache_dir", "models_dir", "out", "command"):
+    for private in ("cache_dir", "settings", "out", "command"):
         recipe.pop(private, None)
     training: dict[str, Any] = {
         "recipe": recipe,

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from app.cli.evaluate_cmd import USER_ERRORS, fail
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 
 # Kept here (not imported from training.align) so that `polyglot --help` does not import torch.
 ALIGN_METHODS = ("raw", "cca", "pcca", "dcca-noi", "dpcca-a", "dpcca-b")  # raw: no alignment (reference)
@@ -28,7 +28,7 @@ class AlignOptions:
 
 
 def run_alignment(
-    settings: IndexerSettings,
+    settings: Settings,
     data: Path,
     out: Path,
     split: str,
@@ -69,11 +69,11 @@ def run_alignment(
         data=data,
         out=out,
         cache_dir=settings.resolved_cache_dir,
-        models_dir=settings.resolved_models_dir,
+        settings=settings,
         method=options.method,
         langs=(pair[0], pair[1]),
         text_encoder=text_encoder or "muse",
-        image_encoder=image_encoder or settings.image_encoder,
+        image_encoder=image_encoder or settings.models.image_encoder,
         split=split,
         dev_split=dev_split or None,
         holdout=options.holdout,

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from app.cli.evaluate_cmd import USER_ERRORS, check_data, console, fail
-from indexer.indexer_settings import IndexerSettings
+from app.cli.settings_cli import read_settings
 
 
 def register(cli: typer.Typer) -> None:
@@ -23,20 +23,20 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Fill the part of a hybrid embedding whose encoder lacks a language (mUSE: Czech) from the part
         that has it, by a least-squares map fitted on parallel captions (see indexer/bridge.py)."""
-        from indexer.embedders import research_tower_path
-        from indexer.encoders import create_text_encoder
+        from indexer.asset_paths import research_tower_path
+        from indexer.encoders import build_text_encoder
         from indexer.encoders.hybrid import HybridTextEncoder
         from indexer.tower import TextTower
         from training.bridge_fit import fit_bridge, untouched_cosine
         from training.data import load_dataset
 
-        settings = IndexerSettings()
+        settings = read_settings()
         check_data(data)
-        folder = tower or settings.tower_path or research_tower_path()
+        folder = tower or settings.models.tower_path or research_tower_path()
         codes = [code.strip().lower() for code in langs.split(",") if code.strip()]
         try:
             model = TextTower.from_pretrained(folder)
-            encoder = create_text_encoder(model.text_encoder, settings.resolved_models_dir)
+            encoder = build_text_encoder(settings, model.text_encoder)
             dataset = load_dataset(data, split, [*codes, "en"])
             fitted = fit_bridge(dataset, encoder, codes, settings.resolved_cache_dir, ridge=ridge)
             assert isinstance(encoder, HybridTextEncoder)  # fit_bridge refuses anything else

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from app.cli import captions_cmd
+from app.cli.settings_cli import read_settings
 from app.service_settings import ServiceSettings
 
 app = typer.Typer(
@@ -37,12 +38,12 @@ def search(
     from indexer.captions import CaptionIndex
     from indexer.captions.cross_lingual import CaptionSearchError, CrossLingualCaptions
     from indexer.query import ModelsError, load_alignments
-    from indexer.query.query_text import clean_query
+    from indexer.query.pipeline import clean_query
 
     text = clean_query(query)
     if not text:
         raise _fail("empty query: give some visible text")
-    settings = ServiceSettings()
+    settings = read_settings(ServiceSettings)
     try:
         embedder = captions_cmd.load_embedder(settings)
         alignments, encoders = load_alignments(settings, embedder)
@@ -50,7 +51,7 @@ def search(
         raise _fail(f"cannot load the models: {exc}") from None
     index = CaptionIndex.from_settings(settings, embedder)
     try:
-        search = CrossLingualCaptions(index, embedder, alignments, encoders, settings.caption_search_fallback)
+        search = CrossLingualCaptions(index, embedder, alignments, encoders, settings.query.caption_search_fallback)
         code, wanted = lang.strip().lower(), target.strip().lower()
         try:
             found, space = search.search([text], code, wanted, k)

@@ -16,11 +16,12 @@ import typer
 from rich.console import Console
 from tqdm.auto import tqdm
 
+from app.cli.settings_cli import read_settings
 from app.service_settings import ServiceSettings
 
 if TYPE_CHECKING:
     from indexer.captions import CaptionIndex
-    from indexer.embedders import TextEmbedder
+    from indexer.tower import TextEmbedder
 
 app = typer.Typer(help="Index captions for image → caption retrieval.", no_args_is_help=True)
 console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
@@ -38,7 +39,7 @@ def opened() -> Iterator[CaptionIndex]:
     from indexer.captions import CaptionIndex
     from indexer.store.locks import IndexBusyError
 
-    settings = ServiceSettings()
+    settings = read_settings(ServiceSettings)
     try:
         embedder = load_embedder(settings)
     except (FileNotFoundError, ValueError) as exc:

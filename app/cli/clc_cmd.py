@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from app.cli.evaluate_cmd import USER_ERRORS, check_clc_options, check_data, clc_settings, fail
-from indexer.indexer_settings import IndexerSettings
+from app.cli.settings_cli import read_settings
 
 app = typer.Typer(
     help="Cross-lingual consistency: a query scored together with its translations.", no_args_is_help=True
@@ -41,7 +41,7 @@ def fit_command(
 
     check_data(data)
     check_clc_options("average", translator)
-    settings = IndexerSettings()
+    settings = read_settings()
     settings = clc_settings(settings, translator, lexicons, translation_corpus, None)
     settings = settings.model_copy(update={"clc_classifier": None})
     try:
@@ -81,7 +81,7 @@ def index_command(
     """Build (once) the retrieval translator's sentence index of a caption collection (POLYGLOT_CLC_CORPUS)."""
     from indexer.translation.factory import load_translator
 
-    settings = IndexerSettings().model_copy(update={"clc_translator": "retrieval", "clc_corpus": translation_corpus})
+    settings = read_settings().model_copy(update={"clc_translator": "retrieval", "clc_corpus": translation_corpus})
     try:
         translator = load_translator(settings)
     except USER_ERRORS as exc:

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from app.cli.evaluate_cmd import USER_ERRORS, check_data, fail
-from indexer.indexer_settings import IndexerSettings
+from app.cli.settings_cli import read_settings
 
 console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 collections_app = typer.Typer(help="Collections of photos with captions: cut a data set into disjoint ones.")
@@ -65,7 +65,7 @@ def make_command(
         raise fail(f"unknown --filter {keep!r}; choose one of: {', '.join(FILTERS)}")
     for folder in (model, from_dir, to_dir):
         check_data(folder)
-    settings = IndexerSettings()
+    settings = read_settings()
     try:
         report = make_pseudopairs(
             model,
@@ -73,7 +73,7 @@ def make_command(
             to_dir,
             out,
             settings.resolved_cache_dir,
-            settings.resolved_models_dir,
+            settings,
             split,
             keep,
             with_originals,

@@ -12,9 +12,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from app.cli.settings_cli import read_settings
 from indexer.encoders.factory import UnknownEncoderError
-from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import ChecksumError, ModelFileMissingError
+from indexer.settings import Settings
 from training.data import DatasetError
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def print_by_source(evaluation: Evaluation) -> None:
     Console().print(table)
 
 
-def served_settings(settings: IndexerSettings, tower: Path | None, encoders: dict[str, str | None]) -> IndexerSettings:
+def served_settings(settings: Settings, tower: Path | None, encoders: dict[str, str | None]) -> Settings:
     """The settings evaluated: the environment's (what ``polyglot serve`` would serve), or ``tower`` instead of
     its text side, on the image encoder it was trained for. ``encoders``: the text/image encoders the user
     expects the tower to use (``--text-encoder``...), checked."""
@@ -85,12 +86,12 @@ def check_clc_options(clc: str, translator: str | None) -> None:
 
 
 def clc_settings(
-    settings: IndexerSettings,
+    settings: Settings,
     translator: str | None,
     lexicons: Path | None,
     corpus: Path | None,
     classifier: Path | None,
-) -> IndexerSettings:
+) -> Settings:
     """CLC's translator options as settings (parallel is no setting: it is built from the evaluated split)."""
     update: dict[str, Any] = {}
     if translator is not None:
@@ -104,16 +105,16 @@ def clc_settings(
     return settings.model_copy(update=update)
 
 
-def check_corpus(settings: IndexerSettings, split: Any) -> None:
+def check_corpus(settings: Settings, split: Any) -> None:
     """A retrieval corpus holding the evaluated photos' captions would "translate" a query into its own photo's
     parallel caption: refuse it (m30k-text shares no photo with m30k-f8k)."""
     from indexer.caption_records import iter_captions
     from indexer.translation.retrieval import corpus_file
 
-    if settings.clc_translator != "retrieval" or settings.clc_corpus is None:
+    if settings.query.clc_translator != "retrieval" or settings.query.clc_corpus is None:
         return
     pool = set(split.images)
-    shared = next((c.image for c in iter_captions(corpus_file(settings.clc_corpus)) if c.image in pool), None)
+    shared = next((c.image for c in iter_captions(corpus_file(settings.query.clc_corpus)) if c.image in pool), None)
     if shared is not None:
         raise ValueError(f"the translation corpus has captions of evaluated photos (e.g. {shared}): use another")
 
@@ -170,7 +171,7 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Text→image and image→text Recall@1/5/10 per language, as /search serves them, plus caption→caption R@1."""
         from indexer.atomic import atomic_write_json
-        from indexer.encoders import create_image_encoder, create_text_encoder
+        from indexer.encoders import build_image_encoder, build_text_encoder
         from indexer.query import QueryCache, QueryPipeline, load_models
         from indexer.query.models import load_clc
         from training.clc_fit import parallel_translator
@@ -178,7 +179,7 @@ def register(cli: typer.Typer) -> None:
         from training.prepared import prepare_split
         from training.served_eval import evaluate_served
 
-        settings = IndexerSettings()
+        settings = read_settings()
         if imagenet_labels is not None:
             from training.wide_dev import WideDevError, build_wide_dev
 
@@ -197,8 +198,8 @@ def register(cli: typer.Typer) -> None:
         try:
             cache = settings.resolved_cache_dir
             if baseline:
-                image = create_image_encoder(image_encoder or settings.image_encoder)
-                text = create_text_encoder(text_encoder or settings.text_encoder, settings.resolved_models_dir)
+                image = build_image_encoder(settings, image_encoder)
+                text = build_text_encoder(settings, text_encoder)
                 prepared = prepare_split(data, split, None, image, text, cache, extra_captions=extra_captions)
                 evaluation = evaluate_label_bridge(image, text, prepared, cache)
                 title = f"label bridge {text.name} × {image.name} on {split}"

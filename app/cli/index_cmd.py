@@ -17,10 +17,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from app.cli.settings_cli import read_settings
 from indexer.encoders.factory import UnknownEncoderError
 from indexer.image_index import AddReport, ImageIndex, IndexBusyError, IndexMismatchError, IndexNotFoundError
 from indexer.image_sources import SourceError, Sources, expand_sources
-from indexer.indexer_settings import IndexerSettings
 from indexer.store.failures import BackendUnavailableError, DiskFullError
 from indexer.store.milvus_vectors import VectorBackendError
 from indexer.store.sidecar import SidecarError
@@ -51,7 +51,7 @@ def fail(message: str) -> typer.Exit:
 def opened(create: bool = False, rebuild_if_stale: bool = False, progress: bool = False) -> Iterator[ImageIndex]:
     """Open the configured index, turning user-level problems into a one-line error and exit code 2."""
     try:
-        index = ImageIndex.open(IndexerSettings(), create=create, rebuild_if_stale=rebuild_if_stale, progress=progress)
+        index = ImageIndex.open(read_settings(), create=create, rebuild_if_stale=rebuild_if_stale, progress=progress)
     except USER_ERRORS as exc:
         raise fail(str(exc)) from None
     if index.read_only_reason:

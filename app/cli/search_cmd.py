@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from indexer.indexer_settings import IndexerSettings
+from app.cli.settings_cli import read_settings
 from indexer.relevance import POOL as CUTOFF_POOL
 from indexer.relevance import cutoff_count
 from indexer.search_filters import FilterError, PhotoFilter
@@ -57,8 +57,7 @@ def register(cli: typer.Typer) -> None:
         from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
         from indexer.images import ImageDecodeError, load_image
         from indexer.query import ModelsError, QueryPipeline, load_models
-        from indexer.query.language import detect_language
-        from indexer.query.query_text import clean_query
+        from indexer.query.pipeline import clean_query, detect_language
 
         if (query is None) == (image is None):
             raise fail("give a text QUERY or --image PATH (one of them)")
@@ -73,7 +72,7 @@ def register(cli: typer.Typer) -> None:
             where = PhotoFilter.parse(taken_after, taken_before, folder, near)
         except FilterError as exc:
             raise fail(str(exc)) from None
-        settings = IndexerSettings()
+        settings = read_settings()
         try:
             models = load_models(settings)
             pipeline = QueryPipeline(models, settings)
@@ -87,11 +86,11 @@ def register(cli: typer.Typer) -> None:
                 raise fail(f"the index in {settings.resolved_index_dir} is empty: run `polyglot index add PATH...`")
             answer: dict[str, Any]
             searched: Any = FilteredImages.of(index, where) if where.active else index
-            depth = k if sort == "score" else max(k, settings.date_sort_pool)
+            depth = k if sort == "score" else max(k, settings.query.date_sort_pool)
             depth = max(depth, CUTOFF_POOL) if cutoff else depth
             if image is not None:
                 try:
-                    picture = load_image(image, max_pixels=settings.max_image_pixels)
+                    picture = load_image(image, max_pixels=settings.index.max_image_pixels)
                 except ImageDecodeError as exc:
                     raise fail(f"{image}: {exc}") from None
                 hits = searched.search(pipeline.embed_images([picture]), depth)[0]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
+from app.cli.settings_cli import read_settings
 from app.service_settings import ServiceSettings
 
 if TYPE_CHECKING:
@@ -155,10 +156,10 @@ def register(cli: typer.Typer) -> None:
         import uvicorn
 
         from app.main import create_app
-        from indexer.embedders import shipped_tower_path
+        from indexer.asset_paths import shipped_tower_path
 
-        settings = ServiceSettings()
-        tower = settings.tower_path or shipped_tower_path()
+        settings = read_settings(ServiceSettings)
+        tower = settings.models.tower_path or shipped_tower_path()
         if not (tower / "config.json").is_file():
             console.print(
                 f"[red]error:[/] no text model at {tower}: train a student with `polyglot train-student` (or a "
@@ -166,7 +167,7 @@ def register(cli: typer.Typer) -> None:
                 highlight=False,
             )
             raise typer.Exit(code=2)
-        folder = images or settings.images_dir
+        folder = images or settings.service.images_dir
         if watch:
             if folder is None or not folder.is_dir():
                 console.print("[red]error:[/] --watch needs a folder: --images DIR (or POLYGLOT_IMAGES_DIR)")
@@ -183,8 +184,10 @@ def register(cli: typer.Typer) -> None:
             if captions is not None and not captions.is_file():
                 console.print(f"[red]error:[/] {captions}: no such file", highlight=False)
                 raise typer.Exit(code=2)
-            index_collection(settings, collection, captions or settings.captions_file or collection.captions, quiet)
-            if settings.images_dir is None and collection.paths:
+            index_collection(
+                settings, collection, captions or settings.service.captions_file or collection.captions, quiet
+            )
+            if settings.service.images_dir is None and collection.paths:
                 # The served photo folder is the default of POLYGLOT_ALLOWED_ROOTS (admin server paths, serving).
                 common = Path(os.path.commonpath([str(p.resolve()) for p in collection.paths]))
                 settings = settings.model_copy(update={"images_dir": common if common.is_dir() else common.parent})

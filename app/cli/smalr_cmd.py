@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 
 SMALR_METHODS = ("smalr", "hem", "la")
 console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
@@ -26,7 +26,7 @@ class SmalrOptions:
 
 
 def run_smalr(
-    settings: IndexerSettings,
+    settings: Settings,
     method: str,
     data: Path,
     out: Path,
@@ -55,9 +55,9 @@ def run_smalr(
     if len(dims) != 3 or min(dims) < 1:
         raise ValueError(f"--smalr-dims needs three positive widths (word,hidden,joint), not {options.dims!r}")
     config = SmalrConfig(
-        data=data, out=out, cache_dir=settings.resolved_cache_dir, models_dir=settings.resolved_models_dir,
+        data=data, out=out, cache_dir=settings.resolved_cache_dir, settings=settings,
         langs=langs, method=method, split=split, holdout=holdout, max_images=max_images,
-        captions_per_lang=captions_per_lang, image_encoder=image_encoder or settings.image_encoder,
+        captions_per_lang=captions_per_lang, image_encoder=image_encoder or settings.models.image_encoder,
         image_space_from=image_space_from, word_features=options.word_features, k_specific=options.k_specific,
         n_latent=options.latent_size, word_dim=dims[0], hidden_dim=dims[1], joint_dim=dims[2],
         pretrain_epochs=options.pretrain_epochs, epochs=epochs, patience=patience, batch_size=batch_size, lr=lr,

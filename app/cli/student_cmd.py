@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from app.cli.evaluate_cmd import USER_ERRORS, fail
-from indexer.indexer_settings import IndexerSettings
+from app.cli.settings_cli import read_settings
 
 SHARED = Path("../shared/data")
 
@@ -51,13 +51,13 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Fine-tune e5-small's first layers end to end into the image space (image–caption, distillation,
         concept and language-keeping terms); resumable; writes a student folder servable as POLYGLOT_TOWER_PATH."""
-        from indexer.embedders import research_tower_path
-        from indexer.encoders.factory import image_encoder_from_settings
+        from indexer.asset_paths import research_tower_path
+        from indexer.encoders import build_image_encoder
         from indexer.query.models import load_text_tower
         from training.student.run import StudentData, run_student
         from training.student.train import StudentRecipe
 
-        settings = IndexerSettings()
+        settings = read_settings()
         recipe = StudentRecipe(
             layers=layers,
             frozen_layers=frozen_layers,
@@ -72,14 +72,14 @@ def register(cli: typer.Typer) -> None:
             seed=seed,
             init=str(init) if init else None,
             threads=threads,
-            device=settings.device,
+            device=settings.models.device,
         )
         inputs = StudentData(data, text_corpus, list(photo_captions), list(translations), holdout=holdout)
         try:
             teacher_model = load_text_tower(  # the previous served model, not the student being replaced
                 settings, teacher or research_tower_path(), sentence_cache=settings.resolved_cache_dir
             )
-            image_encoder = image_encoder_from_settings(settings)
+            image_encoder = build_image_encoder(settings)
             run_student(
                 out,
                 recipe,

@@ -15,14 +15,13 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
+from app.cli.settings_cli import read_settings
 from indexer.encoders.factory import UnknownEncoderError
 from indexer.images import ImageDecodeError, load_image
-from indexer.indexer_settings import IndexerSettings
 from indexer.model_files import ChecksumError
 from indexer.tagging.source_tags import CaptionRetriever
 from indexer.tagging.store import VocabularyStore, check_lang
 from indexer.tagging.tagger import UnknownLanguageError
-from indexer.tagging.tagging_settings import TaggingSettings
 from indexer.tagging.vocabulary import (
     DEFAULT_MAX_WORDS,
     DEFAULT_MIN_COUNT,
@@ -84,7 +83,7 @@ def vocab_build(
     from indexer.tagging.cached import embed_cached
 
     code = parse_langs(lang)[0]
-    settings = IndexerSettings()
+    settings = read_settings()
     for path in files:
         if not path.is_file():
             raise fail(f"{path} is not a file")
@@ -124,7 +123,7 @@ def vocab_build(
 @vocab_app.command("list")
 def vocab_list(json_out: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """Languages with a tag vocabulary: current version, size, most frequent tags."""
-    store = VocabularyStore.beside_index(IndexerSettings().resolved_index_dir)
+    store = VocabularyStore.beside_index(read_settings().resolved_index_dir)
     rows = []
     try:
         for lang in store.languages():
@@ -186,8 +185,8 @@ def register(cli: typer.Typer) -> None:
         langs = parse_langs(lang)
         if source not in (None, "auto", "imagenet", "captions"):
             raise fail(f"unknown --source {source!r}; choose imagenet, captions or auto")
-        settings = IndexerSettings()
-        tag_settings = TaggingSettings()
+        settings = read_settings()
+        tag_settings = settings.tagging
         if k is not None and k > tag_settings.max_k:
             raise fail(f"--k must be at most {tag_settings.max_k} (POLYGLOT_TAG_MAX_K)")
         available = VocabularyStore.beside_index(settings.resolved_index_dir).languages()
@@ -195,7 +194,7 @@ def register(cli: typer.Typer) -> None:
         if missing:
             raise fail(str(UnknownLanguageError(missing, available)))
         try:
-            picture = load_image(image, max_pixels=settings.max_image_pixels)
+            picture = load_image(image, max_pixels=settings.index.max_image_pixels)
             models = load_models(settings)
             text = models.text
             retriever: CaptionRetriever | None = None
@@ -209,7 +208,7 @@ def register(cli: typer.Typer) -> None:
                 caption_index = CaptionIndex.from_settings(settings, text)
                 retriever = CaptionIndexRetriever(caption_index)
             try:
-                tagger = load_tagger(models, settings, tag_settings, captions=retriever)
+                tagger = load_tagger(models, settings, captions=retriever)
                 result = tagger.tag(picture, langs, k, source=source)
             finally:
                 if caption_index is not None:

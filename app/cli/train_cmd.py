@@ -10,8 +10,8 @@ from rich.console import Console
 
 from app.cli.align_cmd import ALIGN_METHODS, AlignOptions, run_alignment
 from app.cli.evaluate_cmd import USER_ERRORS, check_data, fail, print_evaluation
+from app.cli.settings_cli import read_settings
 from app.cli.smalr_cmd import SMALR_METHODS, SmalrOptions, run_smalr
-from indexer.indexer_settings import IndexerSettings
 from training.choices import LOSS_NAMES, SPACES
 
 # torch and the training code are imported inside the commands: `polyglot --help` should not load torch.
@@ -165,7 +165,7 @@ def register(cli: typer.Typer) -> None:
         from training.distill import DistillOptions
         from training.train import TrainConfig, parse_langs, train
 
-        settings = IndexerSettings()
+        settings = read_settings()
         for folder in data:
             check_data(folder)
         if len(data) > 1 and not disjoint:
@@ -180,7 +180,7 @@ def register(cli: typer.Typer) -> None:
         if method in SMALR_METHODS:
             if disjoint:
                 raise fail("--method la|hem|smalr trains on one --data folder (no --disjoint)")
-            torch.set_num_threads(threads or settings.torch_threads or 1)
+            torch.set_num_threads(threads or settings.models.torch_threads or 1)
             try:
                 run_smalr(
                     settings, method, data[0], out, split, parse_langs(langs), image_encoder, image_space_from,
@@ -193,8 +193,8 @@ def register(cli: typer.Typer) -> None:
                 raise fail(str(exc)) from None
             return
         if method != "tower":
-            if threads or settings.torch_threads:
-                torch.set_num_threads(threads or settings.torch_threads or 1)
+            if threads or settings.models.torch_threads:
+                torch.set_num_threads(threads or settings.models.torch_threads or 1)
             align_options = AlignOptions(method, cca_dim, cca_eps, holdout, time_constant, activation, hidden_layers)
             run_alignment(
                 settings,
@@ -235,14 +235,14 @@ def register(cli: typer.Typer) -> None:
         wrong = [f"--{k}" for k, v in options.items() if v is not None and k not in allowed[loss]]
         if wrong:
             raise fail(f"{', '.join(wrong)} do not apply to --loss {loss}")
-        if threads or settings.torch_threads:
-            torch.set_num_threads(threads or settings.torch_threads or 1)
+        if threads or settings.models.torch_threads:
+            torch.set_num_threads(threads or settings.models.torch_threads or 1)
         try:
             config = TrainConfig(
                 data=data[0],
                 out=out,
                 cache_dir=settings.resolved_cache_dir,
-                models_dir=settings.resolved_models_dir,
+                settings=settings,
                 langs=parse_langs(langs) if langs or not disjoint else [],
                 split=split,
                 captions_per_lang=captions_per_lang,
@@ -251,8 +251,8 @@ def register(cli: typer.Typer) -> None:
                 dev_split=dev_split or None,
                 loss=loss,
                 loss_options={k: v for k, v in options.items() if v is not None},
-                text_encoder=text_encoder or settings.text_encoder,
-                image_encoder=image_encoder or settings.image_encoder,
+                text_encoder=text_encoder or settings.models.text_encoder,
+                image_encoder=image_encoder or settings.models.image_encoder,
                 space=space,
                 image_space_from=image_space_from,
                 hidden_dims=[int(w) for w in hidden_dims.split(",") if w.strip()],

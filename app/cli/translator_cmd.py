@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from app.cli.evaluate_cmd import USER_ERRORS, check_data, fail
-from indexer.indexer_settings import IndexerSettings
+from app.cli.settings_cli import read_settings
 
 app = typer.Typer(
     help="Map a language's (or another encoder's) embeddings into a tower's input space.", no_args_is_help=True
@@ -32,18 +32,18 @@ def fit_command(
     lr: float = typer.Option(1.0, min=1e-6, help="RCSLS step size."),
 ) -> None:
     """Fit M on the lexicon's word pairs (Procrustes/least squares, then RCSLS); report word-translation P@1."""
-    from indexer.embedders import research_tower_path
-    from indexer.encoders import create_text_encoder
+    from indexer.asset_paths import research_tower_path
+    from indexer.encoders import build_text_encoder
     from indexer.tower import TextTower
     from training.data import load_dataset
     from training.translator_fit import caption_vocabulary, fit_translator, read_lexicon, save_translator, split_lexicon
 
-    settings = IndexerSettings()
-    pivot = tower or settings.tower_path or research_tower_path()
+    settings = read_settings()
+    pivot = tower or settings.models.tower_path or research_tower_path()
     try:
         target_name = TextTower.read_config(pivot)["text_encoder"]
-        target = create_text_encoder(target_name, settings.resolved_models_dir)
-        source = create_text_encoder(source_encoder or target_name, settings.resolved_models_dir)
+        target = build_text_encoder(settings, target_name)
+        source = build_text_encoder(settings, source_encoder or target_name)
         vocabulary = None
         if data is not None:
             check_data(data)
@@ -91,15 +91,15 @@ def curves_command(
     import numpy as np
     import torch
 
+    from indexer.asset_paths import research_tower_path
     from indexer.atomic import atomic_write_json
-    from indexer.embedders import research_tower_path
-    from indexer.encoders import create_image_encoder, create_text_encoder
+    from indexer.encoders import build_image_encoder, build_text_encoder
     from indexer.tower import TextTower
     from training.prepared import prepare_split
     from training.translator_curves import PROTOCOLS, CurveSettings, learning_curves, plot, subset
     from training.translator_fit import load_translator
 
-    settings = IndexerSettings()
+    settings = read_settings()
     check_data(data)
     if threads:
         torch.set_num_threads(threads)
@@ -107,11 +107,11 @@ def curves_command(
     if not chosen or set(chosen) - set(PROTOCOLS):
         raise fail(f"--protocols takes some of {', '.join(PROTOCOLS)}")
     try:
-        pivot = TextTower.from_pretrained(tower or settings.tower_path or research_tower_path())
+        pivot = TextTower.from_pretrained(tower or settings.models.tower_path or research_tower_path())
         m, meta = load_translator(translator) if translator is not None else (None, {})
         encoder_name = source_encoder or meta.get("source_encoder") or pivot.text_encoder
-        text = create_text_encoder(encoder_name, settings.resolved_models_dir)
-        image = create_image_encoder(pivot.image_encoder)
+        text = build_text_encoder(settings, encoder_name)
+        image = build_image_encoder(settings, pivot.image_encoder)
         cache = settings.resolved_cache_dir
         train, dev = (
             prepare_split(data, s, [lang], image, text, cache, extra_captions=extra_captions) for s in ("train", "dev")

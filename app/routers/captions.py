@@ -8,14 +8,13 @@ from typing import Annotated
 import numpy as np
 from fastapi import APIRouter, File, HTTPException, Query, UploadFile, status
 
-from app.deps import EngineDep
-from app.engine import Engine
-from app.routers.common import FormImageId, ImageId, checked_query, record_or_404, upload_vector
+from app.engine import Engine, EngineDep
+from app.routers.common import FormImageId, ImageId, record_or_404, upload_vector
 from app.schemas.captions import CaptionResult, CaptionSearchResponse, CaptionsResponse
 from app.schemas.search import SCORE_DOC
 from indexer.captions import CaptionHit
 from indexer.captions.cross_lingual import CaptionSearchError
-from indexer.query.language import detect_language
+from indexer.query.pipeline import checked_query, detect_language
 
 router = APIRouter(tags=["captions"])
 
@@ -86,7 +85,7 @@ async def search_captions(
     ] = None,
     k: CaptionK = 5,
 ) -> CaptionSearchResponse:
-    query = checked_query(engine, q)
+    query = checked_query(q, engine.settings.service.max_query_chars)  # QueryTextError: 422 (app/errors.py)
     code = lang.strip().lower() if lang is not None else detect_language(query)[0]
     if not code:
         raise HTTPException(

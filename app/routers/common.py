@@ -1,4 +1,4 @@
-"""Helpers shared by the routers: bounded upload reading, image decoding off the event loop, URLs, query text."""
+"""Helpers shared by the routers: ids, bounded upload reading, image decoding off the event loop, URLs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from pydantic import BeforeValidator
 from app.engine import Engine
 from app.schemas.images import ImageInfo, ImageMetadata
 from indexer.images import ImageDecodeError, decode_image
-from indexer.query.query_text import clean_query
 from indexer.store.metadata import ImageRecord
 
 T = TypeVar("T")
@@ -42,12 +41,17 @@ FormImageId = Annotated[
 ]
 
 
+# URL templates (``IMAGE_URL.format(id=42)``): a result page formats them inline, with no call per result.
+IMAGE_URL = "/v1/images/{id}"
+THUMBNAIL_URL = "/v1/images/{id}/thumbnail"
+
+
 def image_url(image_id: int) -> str:
-    return f"/v1/images/{image_id}"
+    return IMAGE_URL.format(id=image_id)
 
 
 def thumbnail_url(image_id: int) -> str:
-    return f"/v1/images/{image_id}/thumbnail"
+    return THUMBNAIL_URL.format(id=image_id)
 
 
 def image_info(record: ImageRecord) -> ImageInfo:
@@ -90,7 +94,7 @@ def decoded_and_then(engine: Engine, data: bytes, use: Callable[[Image.Image], T
     (app/pixel_budget.py): the decoded image never waits for another task, and at most the budget is decoded
     at once whatever the number of concurrent uploads."""
     with engine.pixels.reserved(data):
-        image = decode_or_422(data, engine.settings.max_image_pixels)
+        image = decode_or_422(data, engine.settings.index.max_image_pixels)
         try:
             return use(image)
         finally:
@@ -109,19 +113,3 @@ async def record_or_404(engine: Engine, image_id: int) -> ImageRecord:
     if record is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no image with id {image_id} in the index")
     return record
-
-
-def checked_query(engine: Engine, q: str) -> str:
-    """``q`` cleaned (indexer.query.query_text), or a 422 when nothing visible is left or it is too long."""
-    query = clean_query(q)
-    if not query:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            "empty query: q must contain some visible text (not only spaces, zero-width or control characters)",
-        )
-    limit = engine.settings.max_query_chars
-    if len(query) > limit:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, f"query too long: {len(query)} characters, the limit is {limit}"
-        )
-    return query

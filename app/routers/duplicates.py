@@ -7,8 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.deps import EngineDep
-from app.engine import Engine
+from app.engine import Engine, EngineDep
 from app.routers.common import image_url, thumbnail_url
 from app.schemas.duplicates import DuplicateGroupOut, DuplicateImage, DuplicatesResponse
 from indexer.duplicates import DEFAULT_THRESHOLD, find_duplicates

@@ -26,7 +26,7 @@ async def health(request: Request) -> Health:
 )
 async def ready(request: Request) -> Response:
     engine = getattr(request.app.state, "engine", None)
-    retry = {"Retry-After": str(request.app.state.settings.outage_retry_after_seconds)}
+    retry = {"Retry-After": str(request.app.state.settings.service.outage_retry_after_seconds)}
     if engine is None:
         return JSONResponse({"status": "loading"}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE, headers=retry)
     try:

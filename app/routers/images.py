@@ -11,17 +11,19 @@ requests never serve half a file.
 
 from __future__ import annotations
 
+import hmac
 from pathlib import Path as FsPath
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, status
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, Security, UploadFile, status
 from fastapi.responses import FileResponse, Response
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from app.deps import AdminDep, EngineDep
-from app.engine import Engine
+from app.engine import Engine, EngineDep
 from app.routers.common import ImageId, decode_or_422, image_info, read_upload, record_or_404
 from app.schemas.images import ImageAdded, ImageDeleted, ImageInfo
 from app.served_files import IMAGE_HEADERS, ServedFileError, allowed_path, verified_bytes, verified_image
+from app.service_settings import ServiceSettings
 from indexer.atomic import atomic_write_bytes
 from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.store.locks import IndexBusyError
@@ -30,13 +32,45 @@ from indexer.thumbnails import thumbnail_bytes, thumbnail_path
 
 router = APIRouter(tags=["images"])
 
+_api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The admin key (POLYGLOT_API_KEY).")
+_bearer = HTTPBearer(auto_error=False, description="The admin key as a bearer token (alternative to X-API-Key).")
+
+
+async def require_admin(
+    request: Request,
+    key: Annotated[str | None, Security(_api_key_header)] = None,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)] = None,
+) -> None:
+    """The admin endpoints' check: 401 without a key, 403 with a wrong one, 503 when no key is configured (admin
+    disabled). Reads the app's settings, not the engine: it answers while the models still load."""
+    settings: ServiceSettings = request.app.state.settings
+    expected = settings.service.api_key
+    if expected is None or not expected.get_secret_value():
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE, "admin disabled: set POLYGLOT_API_KEY to enable admin endpoints"
+        )
+    given = key or (bearer.credentials if bearer is not None else None)
+    if not given:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "admin endpoint: send the API key in the X-API-Key header",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "wrong API key")
+
+
+AdminDep = Annotated[None, Depends(require_admin)]
+
 _CACHE = {"Cache-Control": "public, max-age=86400"}
 _IMAGE_RESPONSE = {200: {"content": {"image/*": {"schema": {"type": "string", "format": "binary"}}}}}
 
 
 def _verified_or_404(engine: Engine, record: ImageRecord) -> tuple[bytes, str]:
     try:
-        return verified_image(record, engine.settings.served_roots(engine.images.folder), engine.settings.allowed_roots)
+        return verified_image(
+            record, engine.settings.served_roots(engine.images.folder), engine.settings.index.allowed_roots
+        )
     except ServedFileError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be served: {exc}") from None
 
@@ -45,14 +79,16 @@ def verified_bytes_or_404(engine: Engine, record: ImageRecord) -> bytes:
     """The indexed bytes of ``record``, checked as for serving (size, sha256, no link out of the roots), in any
     image format the indexer reads (HEIC, RAW): for thumbnails and tags."""
     try:
-        return verified_bytes(record, engine.settings.served_roots(engine.images.folder), engine.settings.allowed_roots)
+        return verified_bytes(
+            record, engine.settings.served_roots(engine.images.folder), engine.settings.index.allowed_roots
+        )
     except ServedFileError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be read: {exc}") from None
 
 
 def _thumbnail(engine: Engine, record: ImageRecord) -> FsPath:
     # Usually written by the indexer from its reduced decode (indexer/thumbnails.py); made here when missing.
-    size = engine.settings.thumbnail_size
+    size = engine.settings.index.thumbnail_size
     target = thumbnail_path(engine.settings.resolved_cache_dir, record.sha256, size)
     if target.is_file():
         return target
@@ -61,7 +97,7 @@ def _thumbnail(engine: Engine, record: ImageRecord) -> FsPath:
         # The indexed bytes (size and sha256 checked, no link out of the roots), decoded at the reduced size the
         # thumbnail needs (JPEG DCT scaling / integer reduce), inside the process-wide pixel budget.
         with engine.pixels.reserved(data):
-            image = decode_image(data, max_pixels=engine.settings.max_image_pixels, min_side=size)
+            image = decode_image(data, max_pixels=engine.settings.index.max_image_pixels, min_side=size)
             encoded = thumbnail_bytes(image, size)
             del image
     except ImageDecodeError as exc:
@@ -129,7 +165,7 @@ def _metadata(title: str | None, caption: str | None, tags: str | None) -> dict[
 
 
 def _add_path(engine: Engine, raw: str, meta: dict[str, object]) -> tuple[ImageRecord, bool]:
-    if not engine.settings.allow_local_paths:
+    if not engine.settings.service.allow_local_paths:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "indexing server paths is disabled (POLYGLOT_ALLOW_LOCAL_PATHS)")
     try:
         # One answer for every refusal (missing, outside the roots, not a file, not an image name): a client
@@ -138,10 +174,10 @@ def _add_path(engine: Engine, raw: str, meta: dict[str, object]) -> tuple[ImageR
     except ServedFileError as exc:
         raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
     size = path.stat().st_size
-    if size > engine.settings.max_file_bytes:
+    if size > engine.settings.index.max_file_bytes:
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT,
-            f"file too large: {size:,} bytes, the limit is {engine.settings.max_file_bytes:,} (POLYGLOT_MAX_FILE_BYTES)",
+            f"file too large: {size:,} bytes, the limit is {engine.settings.index.max_file_bytes:,} (POLYGLOT_MAX_FILE_BYTES)",
         )
     report = engine.images.add_paths([path], {path: meta} if meta else None, progress=False)
     if report.failed:
@@ -159,7 +195,7 @@ def _add_bytes(engine: Engine, data: bytes, filename: str, meta: dict[str, objec
         return known, False
     # Decoded once, inside the process-wide pixel budget, and embedded in the same task (no decoded image waits).
     with engine.pixels.reserved(data):
-        decode_or_422(data, engine.settings.max_image_pixels)  # a clear 422 before anything is written
+        decode_or_422(data, engine.settings.index.max_image_pixels)  # a clear 422 before anything is written
         try:
             record = engine.images.add_image_bytes(data, filename, meta)
         except ImageDecodeError as exc:

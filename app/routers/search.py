@@ -1,4 +1,13 @@
-"""``GET /search`` (text → images, any language the text encoder covers) and ``POST /search/image``."""
+"""``GET /search`` (text → images, any language the text encoder covers) and ``POST /search/image``, with their
+parameters: the page (k, offset, min_score), the relevance cut-off, and the photo filters and sort order.
+
+**Filters and sort** (issue 27). A filter becomes a set of ids (one SQL query) that the vector search is restricted to
+(:mod:`indexer.store.filtered`): ``k`` results come back whenever ``k`` images pass it. A filtered text query
+runs in the thread pool rather than through the micro-batcher (its batch shares one unfiltered search).
+``sort=date`` orders the best ``POLYGLOT_DATE_SORT_POOL`` hits (after filters and ``min_score``) by capture
+time, newest first, photos without a date last, and pages through them. No filter given: the dependency
+answers None and the search is the plain one.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +17,74 @@ from typing import Annotated, Literal
 import numpy as np
 from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, status
 
-from app.deps import EngineDep
-from app.engine import Engine
+from app.engine import Engine, EngineDep
 from app.language_names import language_names
-from app.routers.common import FormImageId, checked_query, image_url, record_or_404, thumbnail_url, upload_vector
-from app.routers.filters import Sort, SortParam, described, photo_filter
+from app.routers.common import IMAGE_URL, THUMBNAIL_URL, FormImageId, record_or_404, upload_vector
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
 from indexer.filtered_view import FilteredImages, by_date
 from indexer.image_index import Hit
 from indexer.query.clc import ClcError, ClcMode
-from indexer.query.language import detect_language
+from indexer.query.pipeline import checked_query, detect_language
 from indexer.relevance import DEFAULT_Z, cutoff_count
 from indexer.relevance import POOL as CUTOFF_POOL
-from indexer.search_filters import PhotoFilter
+from indexer.search_filters import FilterError, PhotoFilter
 
+# ------------------------------------------------------------------ filters and sort
+Sort = Literal["score", "date"]
+SortParam = Annotated[
+    Sort,
+    Query(
+        description="'score': best match first (default); 'date': the best matches ordered by capture time, newest first."
+    ),
+]
+
+
+async def photo_filter(
+    taken_after: Annotated[
+        str | None, Query(max_length=40, description="Taken on or after this ISO 8601 date or date-time (local time).")
+    ] = None,
+    taken_before: Annotated[
+        str | None,
+        Query(max_length=40, description="Taken on or before this ISO 8601 date (the whole day) or date-time."),
+    ] = None,
+    folder: Annotated[
+        str | None,
+        Query(
+            max_length=4096,
+            description="An absolute folder (itself and below) or a folder name matched anywhere in the path.",
+        ),
+    ] = None,
+    near: Annotated[
+        str | None, Query(max_length=100, description="'lat,lon,km': taken within km of this GPS position.")
+    ] = None,
+) -> PhotoFilter | None:
+    """The photo filter of a request; None when it sets none (the common case: no filter is parsed)."""
+    if taken_after is None and taken_before is None and folder is None and near is None:
+        return None
+    try:
+        where = PhotoFilter.parse(taken_after, taken_before, folder, near)
+    except FilterError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    return where if where.active else None
+
+
+def described(where: PhotoFilter | None) -> dict[str, str] | None:
+    """The filter as the answer echoes it (as understood: dates normalised)."""
+    if where is None:
+        return None
+    out: dict[str, str] = {}
+    if where.taken_after:
+        out["taken_after"] = where.taken_after.isoformat()
+    if where.taken_before:
+        out["taken_before"] = where.taken_before.isoformat()
+    if where.folder:
+        out["folder"] = where.folder
+    if where.near:
+        out["near"] = f"{where.near.latitude},{where.near.longitude},{where.near.km}"
+    return out
+
+
+# ------------------------------------------------------------------ the endpoints
 router = APIRouter(tags=["search"])
 
 # The hard ceilings of the schema; the configured limits (POLYGLOT_MAX_K, POLYGLOT_MAX_OFFSET) are checked per
@@ -55,14 +118,14 @@ def _cutoff(mode: str, z: float) -> float | None:
 def check_page(engine: Engine, k: int, offset: int) -> None:
     """422 when ``k`` or ``offset`` exceed the configured limits (they bound the work of one request)."""
     settings = engine.settings
-    if k > settings.max_k:
+    if k > settings.service.max_k:
         raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, f"k must be at most {settings.max_k} (POLYGLOT_MAX_K)"
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"k must be at most {settings.service.max_k} (POLYGLOT_MAX_K)"
         )
-    if offset > settings.max_offset:
+    if offset > settings.service.max_offset:
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT,
-            f"offset must be at most {settings.max_offset} (POLYGLOT_MAX_OFFSET): refine the query instead",
+            f"offset must be at most {settings.service.max_offset} (POLYGLOT_MAX_OFFSET): refine the query instead",
         )
 
 
@@ -82,7 +145,7 @@ def _language(engine: Engine, q: str, lang: str | None) -> LanguageInfo:
     return LanguageInfo(detected=detected, probability=probability, used=detected, supported=known)
 
 
-FilterDep = Annotated[PhotoFilter, Depends(photo_filter)]
+FilterDep = Annotated[PhotoFilter | None, Depends(photo_filter)]
 
 
 def _image_hits(engine: Engine, vector: np.ndarray, depth: int, allowed: np.ndarray | None = None) -> list[Hit]:
@@ -91,7 +154,7 @@ def _image_hits(engine: Engine, vector: np.ndarray, depth: int, allowed: np.ndar
 
 def _depth(engine: Engine, k: int, offset: int, sort: Sort, cutoff: float | None = None) -> int:
     """How many hits to rank: the page's, the pool that sort=date orders, the pool the cut-off measures."""
-    depth = offset + k if sort == "score" else max(offset + k, engine.settings.date_sort_pool)
+    depth = offset + k if sort == "score" else max(offset + k, engine.settings.query.date_sort_pool)
     return max(depth, CUTOFF_POOL) if cutoff is not None else depth
 
 
@@ -135,14 +198,14 @@ def _page(
             id=h.id,
             score=min(1.0, max(-1.0, h.score)),  # float rounding can step just outside [-1, 1]
             rank=offset + position + 1,
-            thumbnail_url=thumbnail_url(h.id),
-            image_url=image_url(h.id),
+            thumbnail_url=THUMBNAIL_URL.format(id=h.id),
+            image_url=IMAGE_URL.format(id=h.id),
             metadata=metadata[h.id],
         )
         for position, h in enumerate(hits)
         if h.id in metadata  # removed between the FAISS search and the SQL read: skip, never 500
     ]
-    next_offset = offset + k if more and offset + k <= engine.settings.max_offset else None
+    next_offset = offset + k if more and offset + k <= engine.settings.service.max_offset else None
     return results, next_offset, len(engine.images)  # len takes the index's read lock: not on the event loop
 
 
@@ -171,7 +234,7 @@ async def search_text(
             "and combine — 'average' (CLC-A) or 'classifier' (CLC-C); 'off'. Absent: POLYGLOT_CLC (default off)."
         ),
     ] = None,
-    where: FilterDep = PhotoFilter(),
+    where: FilterDep = None,
     sort: SortParam = "score",
     cutoff: CutoffParam = "off",
     cutoff_z: CutoffZParam = DEFAULT_Z,
@@ -182,14 +245,14 @@ async def search_text(
         mode = engine.pipeline.check_clc(clc)
     except ClcError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-    query = checked_query(engine, q)
+    query = checked_query(q, engine.settings.service.max_query_chars)  # QueryTextError: 422 (app/errors.py)
     # Both cheap enough for the event loop: a set lookup, or py3langid's ~50 µs for a detected language (a hop
     # to the thread pool cost more than the detection; queries are at most max_query_chars long).
     language = _language(engine, query, lang)
     finish = _finisher(engine, k, offset, min_score, sort, cutoff=z)
     depth = _depth(engine, k, offset, sort, z)
     matching = None
-    if where.active:
+    if where is not None:
 
         def filtered() -> tuple[tuple[list[SearchResult], int | None, int], int]:
             allowed = engine.images.store.filtered_ids(where)
@@ -236,7 +299,7 @@ async def search_image(
     k: KParam = 20,
     offset: OffsetParam = 0,
     min_score: MinScoreParam = None,
-    where: FilterDep = PhotoFilter(),
+    where: FilterDep = None,
     sort: SortParam = "score",
     cutoff: CutoffParam = "off",
     cutoff_z: CutoffZParam = DEFAULT_Z,
@@ -259,7 +322,7 @@ async def search_image(
     finish = _finisher(engine, k, offset, min_score, sort, image_id, z)
 
     def search() -> tuple[tuple[list[SearchResult], int | None, int], int | None]:
-        allowed = engine.images.store.filtered_ids(where) if where.active else None
+        allowed = engine.images.store.filtered_ids(where) if where is not None else None
         hits = _image_hits(engine, np.asarray(vector), depth, allowed)
         return finish(hits), (len(allowed) if allowed is not None else None)
 

@@ -12,8 +12,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, status
 from pydantic import BaseModel, Field
 
-from app.deps import EngineDep
-from app.engine import Engine
+from app.engine import Engine, EngineDep
 from app.routers.common import ImageId, decoded_and_then, read_upload, record_or_404
 from app.routers.images import verified_bytes_or_404
 from indexer.images import ImageDecodeError, decode_image
@@ -21,7 +20,6 @@ from indexer.store.metadata import ImageRecord
 from indexer.tagging.caption_source import CaptionIndexRetriever
 from indexer.tagging.loading import load_tagger
 from indexer.tagging.tagger import Tag, Tagger, UnknownLanguageError
-from indexer.tagging.tagging_settings import TaggingSettings
 
 router = APIRouter(tags=["tagging"])
 
@@ -39,9 +37,7 @@ TagResponse = dict[str, list[TagOut]]
 
 def load_tagger_component(engine: Engine) -> None:
     """Start-up hook (blocking): a Tagger over the engine's models, stored as ``engine.components["tagger"]``."""
-    engine.components["tagger"] = load_tagger(
-        engine.models, engine.settings, TaggingSettings(), CaptionIndexRetriever(engine.captions)
-    )
+    engine.components["tagger"] = load_tagger(engine.models, engine.settings, CaptionIndexRetriever(engine.captions))
 
 
 async def get_tagger(engine: EngineDep) -> Tagger:
@@ -112,7 +108,7 @@ def _tag_indexed(engine: Engine, tagger: Tagger, record: ImageRecord, langs: lis
     side = getattr(engine.models.image_encoder, "decode_side", None)
     with engine.pixels.reserved(data):
         try:
-            image = decode_image(data, max_pixels=engine.settings.max_image_pixels, min_side=side)
+            image = decode_image(data, max_pixels=engine.settings.index.max_image_pixels, min_side=side)
         except ImageDecodeError as exc:
             raise HTTPException(
                 status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be read any more: {exc}"

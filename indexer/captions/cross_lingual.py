@@ -35,10 +35,10 @@ from indexer.atomic import atomic_write_bytes
 from indexer.caption_records import LANG_CODE
 from indexer.captions.alignment import CaptionAlignment
 from indexer.captions.index import CaptionHit, CaptionIndex
-from indexer.embedders import TextEmbedder
 from indexer.encoders.base import TextEncoder
 from indexer.sentence_cache import cached_sentences
 from indexer.store.vectors import VectorIndex
+from indexer.tower import TextEmbedder
 from indexer.unit import unit_rows
 
 log = logging.getLogger(__name__)

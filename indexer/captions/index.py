@@ -18,14 +18,13 @@ import numpy as np
 from indexer.caption_records import Caption
 from indexer.captions.files import FLAT, CaptionFiles
 from indexer.captions.store import CaptionStore
-from indexer.embedders import TextEmbedder
-from indexer.indexer_settings import IndexerSettings
 from indexer.sentence_cache import cached_sentences
+from indexer.settings import Settings
 from indexer.store.failures import DiskFullError, translated
 from indexer.store.locks import IndexBusyError, process_lock
 from indexer.store.sql import redact_url, sqlite_url
 from indexer.store.vectors import VectorIndex
-from indexer.tower import tower_fingerprint
+from indexer.tower import TextEmbedder, tower_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +62,7 @@ class CaptionIndex:
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def from_settings(cls, settings: IndexerSettings, embedder: TextEmbedder) -> CaptionIndex:
+    def from_settings(cls, settings: Settings, embedder: TextEmbedder) -> CaptionIndex:
         """The configured caption index (``POLYGLOT_CAPTIONS_DIR``, ``POLYGLOT_CAPTIONS_DATABASE_URL``)."""
         return cls.open(
             settings.resolved_captions_dir, embedder, settings.resolved_cache_dir, settings.captions_database_url

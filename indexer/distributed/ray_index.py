@@ -44,8 +44,8 @@ def add_with_ray(
         run = embed_missing(
             plan,
             index.encoder,
-            max_pixels=index.settings.max_image_pixels,
-            batch_size=index.settings.batch_size,
+            max_pixels=index.settings.index.max_image_pixels,
+            batch_size=index.settings.index.batch_size,
             workers=workers,
             gpus_per_worker=gpus_per_worker,
             address=address,

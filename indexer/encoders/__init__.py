@@ -1,12 +1,13 @@
-"""Image and text encoders behind one factory (see :mod:`indexer.encoders.factory`)."""
+"""Image and text encoders, built from the settings by one factory (see :mod:`indexer.encoders.factory`)."""
 
 from indexer.encoders.base import Encoder, ImageEncoder, TextEncoder
 from indexer.encoders.factory import (
     ImageEncoderName,
     TextEncoderName,
     UnknownEncoderError,
-    create_image_encoder,
-    create_text_encoder,
+    build_image_encoder,
+    build_text_encoder,
+    build_text_side,
 )
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "TextEncoder",
     "TextEncoderName",
     "UnknownEncoderError",
-    "create_image_encoder",
-    "create_text_encoder",
+    "build_image_encoder",
+    "build_text_encoder",
+    "build_text_side",
 ]

@@ -19,9 +19,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from indexer.encoders.e5_weights import E5Weights
-from indexer.export.registry import E5_FP32_FILE as FP32_FILE
-from indexer.export.registry import E5_INT8_FILE as INT8_FILE
+from indexer.asset_paths import E5_FP32_FILE as FP32_FILE
+from indexer.asset_paths import E5_INT8_FILE as INT8_FILE
+from indexer.encoders.e5 import E5Weights
 
 OPSET = 17
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from indexer.asset_paths import (
+    E5_FP32_FILE,
+    E5_INT8_FILE,
+    SHIPPED_STUDENT,
+    STUDENT_FP32_FILE,
+    STUDENT_INT8_FILE,
+    STUDENT_TRUNK_DELTA,
+)
 from indexer.built_models import BuiltModel, library_versions
 from indexer.export.efficientnet import FEATURES_FILE, HEAD_FILE
 
-# File names only (importing indexer.export.e5 would import torch).
-E5_FP32_FILE = "e5-small.onnx"
-E5_INT8_FILE = "e5-small-int8.onnx"
-STUDENT_FP32_FILE = "student.onnx"
-STUDENT_INT8_FILE = "student-int8.onnx"
-STUDENT_TRUNK_DELTA = "trunk-delta.safetensors"
-SHIPPED_STUDENT = Path(__file__).resolve().parent.parent / "assets" / "student"
+# File names live with the asset paths (indexer/asset_paths.py): the exporters and encoders read them there.
 
 
 def _efficientnet(name: str) -> BuiltModel:
@@ -33,7 +35,7 @@ def _efficientnet(name: str) -> BuiltModel:
 
 def _e5_small() -> BuiltModel:
     def source() -> Path:
-        from indexer.encoders.e5_weights import bundled_model_path
+        from indexer.encoders.e5 import bundled_model_path
 
         return bundled_model_path()
 

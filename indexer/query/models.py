@@ -15,17 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from indexer.asset_paths import shipped_tower_path
 from indexer.captions.alignment import AlignmentError, CaptionAlignment, shipped_alignments
-from indexer.embedders import TextEmbedder, shipped_tower_path
 from indexer.encoders.base import ImageEncoder, TextEncoder
-from indexer.encoders.factory import create_text_encoder, image_encoder_from_settings
+from indexer.encoders.factory import build_image_encoder, build_text_encoder, build_text_side
 from indexer.encoders.hybrid import HybridTextEncoder
 from indexer.image_space import ImageSpace
-from indexer.indexer_settings import IndexerSettings, warn_removed_settings
 from indexer.query.clc import ClcClassifier
-from indexer.smalr import SmalrEmbedder, is_smalr_folder
-from indexer.student.encoder import StudentEmbedder
-from indexer.student.model import is_student_folder
+from indexer.settings import Settings, warn_removed_settings
+from indexer.tower import TextEmbedder
 from indexer.translation.base import QueryTranslator
 
 T = TypeVar("T")
@@ -67,7 +65,7 @@ def timed(seconds: dict[str, float], name: str, fn: Callable[[], T]) -> T:
 
 
 def load_models(
-    settings: IndexerSettings,
+    settings: Settings,
     *,
     load_image: bool = False,
     bridge: bool = True,
@@ -91,15 +89,15 @@ def load_models(
     seconds: dict[str, float] = {}
     folder = ""
     if text is None:
-        path = settings.tower_path or shipped_tower_path()
+        path = settings.models.tower_path or shipped_tower_path()
         folder = str(path)
         text = timed(seconds, "text_embedder", lambda: _load_text(path, settings, bridge, sentence_cache, threads))
-    if text.tower.image_encoder != settings.image_encoder:
+    if text.tower.image_encoder != settings.models.image_encoder:
         raise ModelsError(
             f"the text side was trained for image encoder {text.tower.image_encoder!r}, but "
-            f"POLYGLOT_IMAGE_ENCODER is {settings.image_encoder!r}: set it to {text.tower.image_encoder}"
+            f"POLYGLOT_IMAGE_ENCODER is {settings.models.image_encoder!r}: set it to {text.tower.image_encoder}"
         )
-    image_encoder = image_encoder or image_encoder_from_settings(settings)
+    image_encoder = image_encoder or build_image_encoder(settings)
     if load_image and not image_encoder.loaded:
         timed(seconds, "image_encoder", image_encoder.load)
     found, encoders = (
@@ -113,7 +111,7 @@ def load_models(
 
 
 def load_alignments(
-    settings: IndexerSettings, text: TextEmbedder, threads: int | None = None
+    settings: Settings, text: TextEmbedder, threads: int | None = None
 ) -> tuple[list[CaptionAlignment], dict[str, TextEncoder]]:
     """The caption alignments and the sentence encoder of each, reusing the text side's encoder (or a part of a
     hybrid tower's) when it is the one an alignment reads. The shipped alignments (mUSE) are used only when such
@@ -122,8 +120,10 @@ def load_alignments(
     encoder = text.encoder
     parts = encoder.parts if isinstance(encoder, HybridTextEncoder) else [encoder]
     loaded: dict[str, TextEncoder] = {part.name: part for part in [*parts, encoder]}
-    configured = settings.caption_alignments is not None
-    folders = settings.caption_alignments if settings.caption_alignments is not None else shipped_alignments()
+    configured = settings.query.caption_alignments is not None
+    folders = (
+        settings.query.caption_alignments if settings.query.caption_alignments is not None else shipped_alignments()
+    )
     found: list[CaptionAlignment] = []
     encoders: dict[str, TextEncoder] = {}
     pairs: dict[frozenset[str], str] = {}
@@ -149,23 +149,15 @@ def load_alignments(
     return found, encoders
 
 
-def _new_encoder(name: str, settings: IndexerSettings, threads: int | None) -> TextEncoder:
-    encoder = create_text_encoder(
-        name,
-        settings.resolved_models_dir,
-        device=settings.device,
-        backend=settings.encoder_backend,
-        e5_precision=settings.e5_precision,
-    )
-    if threads is not None and hasattr(encoder, "threads"):
-        encoder.threads = threads
+def _new_encoder(name: str, settings: Settings, threads: int | None) -> TextEncoder:
+    encoder = build_text_encoder(settings, name, threads=threads)
     encoder.load()
     return encoder
 
 
 def load_clc(
     models: Models,
-    settings: IndexerSettings,
+    settings: Settings,
     translator: QueryTranslator | None,
     sentence_cache: Path | None,
     seconds: dict[str, float],
@@ -178,46 +170,21 @@ def load_clc(
     models.translator = translator or timed(
         seconds, "clc_translator", lambda: load_translator(settings, encoders, sentence_cache)
     )
-    if settings.clc_classifier is not None:
-        models.clc_classifier = ClcClassifier.load(settings.clc_classifier)
+    if settings.query.clc_classifier is not None:
+        models.clc_classifier = ClcClassifier.load(settings.query.clc_classifier)
 
 
 def _load_text(
-    folder: Path, settings: IndexerSettings, bridge: bool, sentence_cache: Path | None, threads: int | None
+    folder: Path, settings: Settings, bridge: bool, sentence_cache: Path | None, threads: int | None
 ) -> TextEmbedder:
-    if is_student_folder(folder):  # the student reads text itself: its own trunk, no bridge
-        student = StudentEmbedder.from_folder(
-            folder,
-            settings.resolved_models_dir,
-            device=settings.device,
-            precision=settings.e5_precision,
-            threads=threads,
-            sentence_cache=sentence_cache,
-        )
-        student.load()
-        return student
-    if is_smalr_folder(folder):  # a SMALR tower is its own text encoder (tokenizer, vocabulary, GRU)
-        smalr = SmalrEmbedder.from_folder(folder)
-        smalr.load()
-        return smalr
-    embedder = TextEmbedder.from_tower(
-        folder,
-        settings.resolved_models_dir,
-        device=settings.device,
-        bridge=bridge,
-        sentence_cache=sentence_cache,
-        backend=settings.encoder_backend,
-        e5_precision=settings.e5_precision,
-    )
-    if threads is not None and hasattr(embedder.encoder, "threads"):  # ONNX/numpy encoders read it at load
-        embedder.encoder.threads = threads
+    embedder = build_text_side(settings, folder, bridge=bridge, sentence_cache=sentence_cache, threads=threads)
     embedder.load()
     return embedder
 
 
-def load_text_tower(settings: IndexerSettings, folder: Path | None = None, **options: object) -> TextEmbedder:
+def load_text_tower(settings: Settings, folder: Path | None = None, **options: object) -> TextEmbedder:
     """The text side alone (a research tower with its bridge), e.g. to embed captions or tag vocabularies;
-    ``folder`` overrides ``settings.tower_path`` (research scripts compare towers)."""
+    ``folder`` overrides ``settings.models.tower_path`` (research scripts compare towers)."""
     if folder is not None:
         settings = settings.model_copy(update={"tower_path": folder})
     return load_models(settings, **options).text  # type: ignore[arg-type]

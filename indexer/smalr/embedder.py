@@ -1,4 +1,4 @@
-"""The SMALR tower behind the query pipeline's :class:`~indexer.embedders.TextEmbedder` interface.
+"""The SMALR tower behind the query pipeline's :class:`~indexer.tower.TextEmbedder` interface.
 
 Its "sentence encoder" is the tower's own text model: :class:`SmalrEncoder` turns texts into joint-space vectors
 (guessing each text's language from the vocabulary, since ``predict`` is given none), and
@@ -14,10 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.embedders import TextEmbedder
 from indexer.encoders.base import TextEncoder
 from indexer.smalr.tower import KIND, TEXT_ENCODER, SmalrTower
-from indexer.tower import CONFIG_NAME
+from indexer.tower import CONFIG_NAME, TextEmbedder
 
 
 def is_smalr_folder(folder: Path) -> bool:

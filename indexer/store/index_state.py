@@ -19,7 +19,7 @@ import numpy as np
 from indexer.encoders.base import ImageEncoder
 from indexer.feature_cache import FeatureCache
 from indexer.image_space import ImageSpace
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store import vector_files as vf
 from indexer.store.backend import VectorBackend
 from indexer.store.index_kinds import VectorIndexSettings
@@ -34,7 +34,7 @@ class IndexState:
     def __init__(
         self,
         folder: Path,
-        settings: IndexerSettings,
+        settings: Settings,
         encoder: ImageEncoder,
         space: ImageSpace,
         sidecar: Sidecar,
@@ -89,10 +89,10 @@ class IndexState:
     def loaded_encoder(self) -> ImageEncoder:
         with self._encoder_lock:
             if not self.encoder.loaded:
-                if self.settings.torch_threads:
+                if self.settings.models.torch_threads:
                     import torch
 
-                    torch.set_num_threads(self.settings.torch_threads)
+                    torch.set_num_threads(self.settings.models.torch_threads)
                 self.encoder.load()
         return self.encoder
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 from indexer.store.sidecar import DB_NAME, Sidecar
 from indexer.store.vectors import FAISS_NAME
 
@@ -23,11 +23,11 @@ class IndexNotFoundError(FileNotFoundError):
     """No index in the folder and ``create=False``."""
 
 
-def default_image_space(settings: IndexerSettings) -> ImageSpace:
+def default_image_space(settings: Settings) -> ImageSpace:
     """The image space the text tower was trained for (its config.json), else plain ``l2``."""
-    from indexer.embedders import shipped_tower_path
+    from indexer.asset_paths import shipped_tower_path
 
-    config_path = (settings.tower_path or shipped_tower_path()) / "config.json"
+    config_path = (settings.models.tower_path or shipped_tower_path()) / "config.json"
     if config_path.exists():
         config = json.loads(config_path.read_text(encoding="utf-8"))
         return ImageSpace.from_config(config.get("image_space"))

@@ -76,11 +76,11 @@ class PhotoIngest:
             refresh = state.store.missing_facts([id_ for id_, _ in existing.values()])
             bar = tqdm(total=len(unique), unit="img", desc="indexing", disable=not progress, dynamic_ncols=True)
             last_save = time.monotonic()
-            size = state.settings.batch_size
+            size = state.settings.index.batch_size
             batches = [unique[start : start + size] for start in range(0, len(unique), size)]
 
             def read_and_prepare(batch: builtins.list[Path]) -> tuple[FileBatch, Prepared]:
-                files = read_files(batch, existing, meta, state.settings.max_file_bytes, refresh)
+                files = read_files(batch, existing, meta, state.settings.index.max_file_bytes, refresh)
                 return files, self.prepare(files.items)
 
             # One worker reads, hashes, decodes and preprocesses batch i+1 while the encoder runs on batch i: on
@@ -130,7 +130,7 @@ class PhotoIngest:
     # ------------------------------------------------------------------ uploads
     def add_upload(self, data: bytes, filename: str, metadata: dict | None = None) -> ImageRecord:
         state, maintenance = self.state, self.maintenance
-        image = decode_image(data, max_pixels=state.settings.max_image_pixels)
+        image = decode_image(data, max_pixels=state.settings.index.max_image_pixels)
         sha = content_hash(data)
         meta = dict(metadata or {})
         meta["extra"] = {**(meta.get("extra") or {}), "filename": filename}
@@ -177,14 +177,14 @@ class PhotoIngest:
             if image is None:
                 try:
                     image = decode_image(
-                        item.data, max_pixels=state.settings.max_image_pixels, min_side=self.decode_side()
+                        item.data, max_pixels=state.settings.index.max_image_pixels, min_side=self.decode_side()
                     )
                 except ImageDecodeError as exc:
                     prepared.broken[sha] = str(exc)
                     continue
             # item.size stays as given: a reduced decode's size is not the photo's (read from the header at insert)
             prepared.inputs[sha] = state.encoder.prepare(image)
-            if state.settings.index_thumbnails:
+            if state.settings.index.index_thumbnails:
                 self._thumbnail(sha, image)
         return prepared
 
@@ -193,14 +193,14 @@ class PhotoIngest:
         the same decode (a 256-px thumbnail needs a short side of at most 256)."""
         settings = self.state.settings
         side = self.state.encoder.decode_side
-        if settings.decode_full_size or side is None:
+        if settings.index.decode_full_size or side is None:
             return None
-        return max(side, settings.thumbnail_size) if settings.index_thumbnails else side
+        return max(side, settings.index.thumbnail_size) if settings.index.index_thumbnails else side
 
     def _thumbnail(self, sha: str, image: Image.Image) -> None:
         settings = self.state.settings
         try:
-            write_thumbnail(settings.resolved_cache_dir, sha, image, settings.thumbnail_size)
+            write_thumbnail(settings.resolved_cache_dir, sha, image, settings.index.thumbnail_size)
         except OSError as exc:  # a cache: indexing goes on, the service makes it on request
             log.warning("thumbnail not written", extra={"sha256": sha, "error": str(exc)})
 

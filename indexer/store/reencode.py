@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from indexer.encoders.base import ImageEncoder
 from indexer.feature_cache import FeatureCache
 from indexer.images import ImageDecodeError, content_hash, decode_image
-from indexer.indexer_settings import IndexerSettings
+from indexer.settings import Settings
 
 
 def reencode(
@@ -21,7 +21,7 @@ def reencode(
     cache: FeatureCache,
     prepare: Callable[[Any], Any],
     loaded_encoder: Callable[[], ImageEncoder],
-    settings: IndexerSettings,
+    settings: Settings,
     progress: bool,
 ) -> tuple[dict[int, np.ndarray], list[tuple[str, str]]]:
     """Features by id for ``(id, sha256, path)`` rows, and the ``(path, reason)`` of rows whose file is gone or
@@ -32,14 +32,14 @@ def reencode(
     missing = [(i, sha, path) for i, sha, path in keys if sha not in cached]
     failed: list[tuple[str, str]] = []
     bar = tqdm(total=len(missing), unit="img", desc="re-encoding", disable=not progress or not missing)
-    for start in range(0, len(missing), settings.batch_size):
+    for start in range(0, len(missing), settings.index.batch_size):
         batch, inputs = [], []
-        for i, sha, path in missing[start : start + settings.batch_size]:
+        for i, sha, path in missing[start : start + settings.index.batch_size]:
             try:
                 data = Path(path).read_bytes()
                 if content_hash(data) != sha:
                     raise ImageDecodeError("the file changed since it was indexed; run `polyglot index add`")
-                inputs.append(prepare(decode_image(data, max_pixels=settings.max_image_pixels)))
+                inputs.append(prepare(decode_image(data, max_pixels=settings.index.max_image_pixels)))
                 batch.append((i, sha))
             except (OSError, ImageDecodeError) as exc:
                 failed.append((path, str(exc)))
@@ -47,6 +47,6 @@ def reencode(
             vectors = loaded_encoder().predict_prepared(inputs)
             cache.put_many({sha: vectors[n] for n, (_, sha) in enumerate(batch)})
             out.update({i: vectors[n] for n, (i, _) in enumerate(batch)})
-        bar.update(len(missing[start : start + settings.batch_size]))
+        bar.update(len(missing[start : start + settings.index.batch_size]))
     bar.close()
     return out, failed

@@ -1,4 +1,4 @@
-"""The student behind the query pipeline's :class:`~indexer.embedders.TextEmbedder` interface, on ONNX Runtime.
+"""The student behind the query pipeline's :class:`~indexer.tower.TextEmbedder` interface, on ONNX Runtime.
 
 :class:`StudentOnnxEncoder` is e5-small's ONNX encoder with the student's trunk graph: the same tokenizer, the
 same 4-bit word-embedding rows looked up outside the graph, the same batching by length. The graph is exported
@@ -12,16 +12,14 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from indexer.asset_paths import STUDENT_FP32_FILE, STUDENT_INT8_FILE
 from indexer.built_models import build, verify
-from indexer.embedders import TextEmbedder
-from indexer.encoders.e5_onnx import E5OnnxEncoder, E5Variant
-from indexer.encoders.e5_tokenizer import E5Tokenizer
-from indexer.encoders.e5_weights import E5Weights
+from indexer.encoders.e5 import E5OnnxEncoder, E5Tokenizer, E5Variant, E5Weights
 from indexer.encoders.onnx_session import open_session
-from indexer.export.registry import STUDENT_FP32_FILE, STUDENT_INT8_FILE, student_export
+from indexer.export.registry import student_export
 from indexer.model_files import sha256_file
 from indexer.student.model import TEXT_ENCODER, TRUNK_DELTA
-from indexer.tower import TextTower
+from indexer.tower import TextEmbedder, TextTower
 
 
 class StudentOnnxEncoder(E5OnnxEncoder):
@@ -37,9 +35,9 @@ class StudentOnnxEncoder(E5OnnxEncoder):
         device: str = "cpu",
         threads: int | None = None,
     ) -> None:
-        super().__init__(models_dir, variant=variant, device=device, threads=threads)
-        self.folder = Path(folder)
-        self.export = student_export(self.folder)
+        folder = Path(folder)
+        super().__init__(models_dir, variant=variant, device=device, threads=threads, export=student_export(folder))
+        self.folder = folder
 
     @property
     def cache_name(self) -> str:

@@ -18,10 +18,10 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save
 
+from indexer.asset_paths import STUDENT_TRUNK_DELTA
 from indexer.atomic import atomic_open
-from indexer.encoders.e5_weights import E5Weights
+from indexer.encoders.e5 import E5Weights
 from indexer.export.e5 import E5Encoder
-from indexer.export.registry import STUDENT_TRUNK_DELTA
 from indexer.tower import CONFIG_NAME, TextTower
 
 KIND = "e5-student"  # config.json "kind" of a student folder

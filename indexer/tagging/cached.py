@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.embedders import TextEmbedder
 from indexer.sentence_cache import cached_sentences
 from indexer.tagging.source_tags import MatrixCaptionRetriever
 from indexer.tagging.vocabulary import read_texts
+from indexer.tower import TextEmbedder
 
 
 def embed_cached(

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-from indexer.indexer_settings import IndexerSettings
 from indexer.query.models import Models
+from indexer.settings import Settings
 from indexer.tagging.cached import embed_cached
 from indexer.tagging.source_tags import CaptionRetriever, clean_class_name
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.tagger import Tagger
-from indexer.tagging.tagging_settings import TaggingSettings
 from indexer.tower import tower_fingerprint
 
 
 def load_tagger(
     models: Models,
-    settings: IndexerSettings,
-    tag_settings: TaggingSettings,
+    settings: Settings,
     captions: CaptionRetriever | None = None,
 ) -> Tagger:
     """A tagger over ``models`` (from :func:`indexer.query.load_models`) and the vocabularies beside the index
     (blocking: loads the CNN if it is not yet; embeds the CNN's class names, the ImageNet source tags, through
-    the features cache: seconds the first time, then read back). Raises ``FileNotFoundError``/``ValueError``."""
+    the features cache: seconds the first time, then read back); ``settings.tagging``: POLYGLOT_TAG_*. Raises ``FileNotFoundError``/``ValueError``."""
     if not models.image_encoder.loaded:
         models.image_encoder.load()
     text = models.text
@@ -30,7 +28,7 @@ def load_tagger(
         text,
         models.image_space,
         store.load_all(),
-        settings=tag_settings,
+        settings=settings.tagging,
         captions=captions,
         fingerprint=tower_fingerprint(text.tower, text.bridge),
         store=store,

@@ -19,6 +19,7 @@ from PIL import Image
 
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
+from indexer.settings import TaggingSettings
 from indexer.tagging.ranking import contextual_tags
 from indexer.tagging.source_tags import (
     CaptionRetriever,
@@ -27,7 +28,6 @@ from indexer.tagging.source_tags import (
     imagenet_source_tags,
 )
 from indexer.tagging.store import VocabularyStore
-from indexer.tagging.tagging_settings import TaggingSettings
 from indexer.tagging.vocabulary import Vocabulary, VocabularyError
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,8 @@ import numpy as np
 from indexer.encoders.base import TextEncoder
 from indexer.encoders.hybrid import HybridTextEncoder
 from indexer.glosses import LexiconTranslator
-from indexer.indexer_settings import IndexerSettings
 from indexer.sentence_cache import cached_sentences
+from indexer.settings import Settings
 from indexer.translation.base import QueryTranslator, TranslationError
 from indexer.translation.gloss import GlossTranslator
 from indexer.translation.mt import find_mt_translator
@@ -21,36 +21,36 @@ TRANSLATORS = ("gloss", "retrieval", "mt")
 
 
 def load_translator(
-    settings: IndexerSettings,
+    settings: Settings,
     loaded: Sequence[TextEncoder] = (),
     sentence_cache: Path | None = None,
     encoder: TextEncoder | None = None,
 ) -> QueryTranslator | None:
     """None when POLYGLOT_CLC_TRANSLATOR is unset. ``loaded``: encoders already in memory (the retrieval
     translator reuses one of the configured name rather than loading mUSE twice); ``encoder``: use this one."""
-    kind = settings.clc_translator
+    kind = settings.query.clc_translator
     if kind is None:
         return None
     if kind == "gloss":
-        folder = settings.clc_lexicons_dir
+        folder = settings.query.clc_lexicons_dir
         if folder is None:
             raise TranslationError(
                 "the gloss translator needs dictionaries: set POLYGLOT_CLC_LEXICONS_DIR (--lexicons)"
             )
         return GlossTranslator(LexiconTranslator.from_folder(folder))
     if kind == "retrieval":
-        if settings.clc_corpus is None:
+        if settings.query.clc_corpus is None:
             raise TranslationError(
                 "the retrieval translator needs a caption collection: set POLYGLOT_CLC_CORPUS (--translation-corpus)"
             )
         encoder = encoder or find_encoder(loaded, settings)
         return RetrievalTranslator.open_or_build(
-            settings.clc_corpus,
-            settings.clc_languages,
+            settings.query.clc_corpus,
+            settings.query.clc_languages,
             sentence_embedder(encoder, settings.resolved_cache_dir),
             encoder.name,
             settings.resolved_cache_dir,
-        ).with_queries(sentence_embedder(encoder, sentence_cache), encoder.languages, settings.clc_min_similarity)
+        ).with_queries(sentence_embedder(encoder, sentence_cache), encoder.languages, settings.query.clc_min_similarity)
     if kind == "mt":
         translator = find_mt_translator()
         if translator is None:
@@ -61,15 +61,15 @@ def load_translator(
     raise TranslationError(f"unknown translator {kind!r}; choose one of: {', '.join(TRANSLATORS)}")
 
 
-def find_encoder(loaded: Sequence[TextEncoder], settings: IndexerSettings) -> TextEncoder:
+def find_encoder(loaded: Sequence[TextEncoder], settings: Settings) -> TextEncoder:
     for encoder in loaded:
         parts = encoder.parts if isinstance(encoder, HybridTextEncoder) else [encoder]
         for part in parts:
-            if part.name == settings.clc_encoder:
+            if part.name == settings.query.clc_encoder:
                 return part
-    from indexer.encoders.factory import create_text_encoder
+    from indexer.encoders.factory import build_text_encoder
 
-    return create_text_encoder(settings.clc_encoder, settings.resolved_models_dir, settings.device)
+    return build_text_encoder(settings, settings.query.clc_encoder)
 
 
 def sentence_embedder(encoder: TextEncoder, cache: Path | None) -> Embed:

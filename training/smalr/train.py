@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 import indexer.encoders as encoders
+from indexer.settings import Settings
 from indexer.smalr.tower import SmalrTower
 from training.losses.neighbourhood import neighbourhood_loss
 from training.losses.triplet import bidirectional_triplet_loss
@@ -43,7 +44,7 @@ class SmalrConfig:
     data: Path
     out: Path
     cache_dir: Path
-    models_dir: Path
+    settings: Settings  # encoders are built from it (models folder, device, backend)
     langs: list[str]
     method: str = "smalr"
     split: str = "train"
@@ -88,7 +89,7 @@ def train_smalr(config: SmalrConfig) -> SmalrResult:
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
-    image_encoder = encoders.create_image_encoder(config.image_encoder)
+    image_encoder = encoders.build_image_encoder(config.settings, config.image_encoder)
     split = prepare_split(
         config.data, config.split, config.langs, image_encoder, None, config.cache_dir,
         captions_per_lang=config.captions_per_lang, max_images=config.max_images,
@@ -101,7 +102,7 @@ def train_smalr(config: SmalrConfig) -> SmalrResult:
     texts, langs = split.caption_text, split.caption_lang
     k = 0 if config.method == "la" else config.k_specific
     words = build_word_list([texts[i] for i in train_rows], langs[train_rows].tolist(), k)
-    features = word_features(words.words, config.word_features, config.models_dir, config.cache_dir)
+    features = word_features(words.words, config.word_features, config.settings, config.cache_dir)
     caption_words = caption_word_ids(words, [texts[i] for i in train_rows], langs[train_rows].tolist())
     latent = pretrain_latent(
         features, words.n_specific, caption_words, split.caption_image[train_rows], langs[train_rows],
@@ -234,7 +235,7 @@ def _save(
     recipe = {
         key: (str(value) if isinstance(value, Path) else value)
         for key, value in vars(config).items()
-        if key not in ("cache_dir", "models_dir", "out", "command", "history", "data")
+        if key not in ("cache_dir", "settings", "out", "command", "history", "data")
     }
     training = {
         "recipe": recipe,

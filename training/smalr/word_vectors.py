@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 import indexer.encoders as encoders
+from indexer.settings import Settings
 from training.features import text_embeddings
 
 PCA_DIM = 50
@@ -45,12 +46,12 @@ def pca(features: np.ndarray, dim: int = PCA_DIM) -> np.ndarray:
 
 
 def word_features(
-    words: list[tuple[str, str]], source: str, models_dir: Path, cache_dir: Path, dim: int = PCA_DIM
+    words: list[tuple[str, str]], source: str, settings: Settings, cache_dir: Path, dim: int = PCA_DIM
 ) -> np.ndarray:
     """One row per (lang, word), PCA-reduced to ``dim``. ``source``: ``encoder:NAME`` or ``fasttext:DIR``."""
     kind, _, value = source.partition(":")
     if kind == "encoder":
-        encoder = encoders.create_text_encoder(value or "muse", models_dir)
+        encoder = encoders.build_text_encoder(settings, value or "muse")
         encoder.load()
         raw = text_embeddings(encoder, [word for _, word in words], cache_dir, desc="vocabulary words")
     elif kind == "fasttext":

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.embedders import TextEmbedder
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
+from indexer.tower import TextEmbedder
 from training.retrieval_metrics import t2i_ranks
 from training.student.corpus import PhotoCaptions, concepts, photo_captions, translations
 from training.student.teacher import teacher_vectors

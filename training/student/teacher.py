@@ -13,7 +13,7 @@ import numpy as np
 from tqdm import tqdm
 
 from indexer.atomic import atomic_open
-from indexer.embedders import TextEmbedder
+from indexer.tower import TextEmbedder
 
 
 def teacher_vectors(

@@ -34,8 +34,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from indexer.atomic import atomic_open, atomic_write_bytes, atomic_write_json
-from indexer.encoders.e5_tokenizer import QUERY_PREFIX, E5Tokenizer, pad_batch
-from indexer.encoders.e5_weights import E5Weights
+from indexer.encoders.e5 import QUERY_PREFIX, E5Tokenizer, E5Weights, pad_batch
 from indexer.export.e5 import E5Encoder
 from indexer.image_space import ImageSpace
 from indexer.student.model import new_trunk, save_trunk_delta, student_config

@@ -1,0 +1,36 @@
+"""Where the shipped assets are, and the names of the files the project builds: the bottom floor of the house.
+
+It imports nothing of the project, so settings, encoders, the student, the exporters and the index can all read
+these paths without importing each other (this module is why ``settings → embedders → encoder factory →
+settings`` and ``export registry → student → e5 export → export registry`` are no longer circles).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+SHIPPED_STUDENT = ASSETS / "student"  # the served text side (docs/student.md; its README is the model card)
+SHIPPED_ALIGNMENTS = ASSETS / "align"  # caption alignments over mUSE, one folder per language pair
+RESEARCH_TOWERS = ("tower", "tower-muse")  # the MLP towers of docs/results.md, kept to measure and compare
+
+# Files `polyglot models build` writes into MODELS_DIR/<key>/ (names only: no torch or onnx needed to read them).
+E5_FP32_FILE = "e5-small.onnx"
+E5_INT8_FILE = "e5-small-int8.onnx"
+STUDENT_FP32_FILE = "student.onnx"
+STUDENT_INT8_FILE = "student-int8.onnx"
+STUDENT_TRUNK_DELTA = "trunk-delta.safetensors"  # what training changed in a student's e5 layers
+
+
+def shipped_tower_path() -> Path:
+    """The served text side unless POLYGLOT_TOWER_PATH says otherwise: the trained student
+    (``indexer/assets/student``, :mod:`indexer.student`; docs/student.md)."""
+    return SHIPPED_STUDENT
+
+
+def research_tower_path(name: str = "tower") -> Path:
+    """A shipped research tower (MLP over frozen encoders; nothing serves it by default): ``tower``
+    (``muse+e5-small`` with its Czech language bridge) or ``tower-muse`` (mUSE only)."""
+    if name not in RESEARCH_TOWERS:
+        raise ValueError(f"no research tower {name!r}; shipped: {', '.join(RESEARCH_TOWERS)}")
+    return ASSETS / name
