@@ -1,6 +1,6 @@
 """Hyper-parameter sweep of the DPCCA family on a held-out part of the train split (features loaded once).
 
-The same functions as ``polyglot train --method …`` (``training/align.py``): train-split task-1 triplets
+The same functions as ``polyglot train --method …`` (``training/align/alignment.py``): train-split task-1 triplets
 (en caption, de translation, image), 10 % of the train images held out for selection; caption→caption R@1 and
 BLEU+1 both ways on the held-out triplets and on the dev split (reported, never used to choose)::
 
@@ -24,10 +24,10 @@ import torch
 
 from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.settings import Settings
-from training.align import AlignConfig, ImageView, Triplets, fit, split_holdout, triplets
-from training.c2c_eval import c2c_table
-from training.dcca import NoiConfig
-from training.prepared import prepare_split
+from training.align.alignment import AlignConfig, ImageView, Triplets, fit, split_holdout, triplets
+from training.align.c2c_eval import c2c_table
+from training.align.dcca import NoiConfig
+from training.data.prepared import prepare_split
 
 
 def main() -> None:
@@ -60,12 +60,12 @@ def main() -> None:
         settings=settings,
         langs=(x_lang, y_lang),
         text_encoder=args.text_encoder,
-        patience=8,
+        noi=NoiConfig(patience=8),
     )
     grid: list[tuple[str, dict[str, Any]]] = [("raw", {})]
     grid += [(m, {"eps": e, "dim": d}) for m in ("cca", "pcca") for e in (1e-3, 1e-2, 1e-1, 1.0) for d in (128, 256)]
     grid += [
-        (m, {"noi": NoiConfig(epochs=60, lr=lr, rho=0.9)})
+        (m, {"noi": NoiConfig(epochs=60, lr=lr, rho=0.9, patience=8)})
         for m in ("dcca-noi", "dpcca-a", "dpcca-b")
         for lr in (1e-3, 1e-4)
     ]

@@ -28,7 +28,7 @@ import numpy as np
 from indexer.query import QueryCache, QueryPipeline, load_models
 from indexer.relevance import POOL, cutoff_count
 from indexer.settings import Settings
-from training.prepared import prepare_split
+from training.data.prepared import prepare_split
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k"
 K = 20

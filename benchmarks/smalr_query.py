@@ -26,7 +26,7 @@ from indexer.caption_records import read_captions
 from indexer.query.models import load_text_tower
 from indexer.settings import Settings
 from indexer.tower import CONFIG_NAME, WEIGHTS_NAME
-from training.data import read_split
+from training.data.dataset import read_split
 
 LANGS = ("en", "de", "fr", "cs")
 

@@ -27,10 +27,10 @@ from indexer.settings import Settings
 from indexer.tagging.cached import embed_cached
 from indexer.tagging.ranking import DEFAULT_W1, DEFAULT_W2, contextual_tags
 from indexer.tagging.text import tokenize
-from training.data import load_dataset
-from training.features import image_features
-from training.lexicon_baseline import Lexicon
-from training.tagging_eval import build_vocabularies
+from training.data.dataset import load_dataset
+from training.data.features import image_features
+from training.evaluation.lexicon_baseline import Lexicon
+from training.evaluation.tagging_eval import build_vocabularies
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

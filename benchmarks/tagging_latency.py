@@ -36,7 +36,7 @@ from indexer.tagging.store import VocabularyStore
 from indexer.tagging.text import count_content_words
 from indexer.tagging.vocabulary import build_vocabulary
 from indexer.tower import tower_fingerprint
-from training.data import load_dataset
+from training.data.dataset import load_dataset
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k"
 

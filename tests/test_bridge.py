@@ -11,8 +11,8 @@ from api_fixtures import FakeTextEncoder, fake_text_embedder
 from indexer.bridge import LanguageBridge, fit_ridge, part_columns
 from indexer.encoders.hybrid import HybridTextEncoder
 from indexer.tower import TextEmbedder
-from training.bridge_fit import choose_parts, fit_bridge, parallel_pairs
-from training.data import Caption, CaptionDataset
+from training.data.dataset import Caption, CaptionDataset
+from training.tower.bridge_fit import choose_parts, fit_bridge, parallel_pairs
 
 
 class NoCzechEncoder(FakeTextEncoder):

@@ -10,7 +10,7 @@ import pytest
 
 from indexer.caption_records import Caption, CaptionFileError, iter_captions, read_captions
 from indexer.tagging.vocabulary import VocabularyError, read_texts
-from training.data import DatasetError, load_dataset
+from training.data.dataset import DatasetError, load_dataset
 
 
 def write_lines(path: Path, *lines: str | bytes) -> Path:

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from training.c2c_eval import bleu_plus_one, c2c_table, retrieve
-from training.cca import conditional, covariance, fit_cca, fit_pcca, inverse_sqrt
-from training.dcca import MovingCovariances, NoiConfig, NoiTrainer, conditional_covariance, residual
-from training.dcca import inverse_sqrt as torch_inverse_sqrt
+from training.align.c2c_eval import bleu_plus_one, c2c_table, retrieve
+from training.align.cca import conditional, covariance, fit_cca, fit_pcca, inverse_sqrt
+from training.align.dcca import MovingCovariances, NoiConfig, NoiTrainer, conditional_covariance, residual
+from training.align.dcca import inverse_sqrt as torch_inverse_sqrt
 
 
 def test_inverse_sqrt_whitens() -> None:

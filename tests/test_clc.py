@@ -16,7 +16,7 @@ from indexer.query.clc import ClcClassifier, ClcError, Versions, rerank
 from indexer.translation import GlossTranslator, ParallelTranslator, RetrievalTranslator, find_mt_translator
 from indexer.translation.base import QueryTranslator, TranslationError
 from indexer.translation.retrieval import SIDECAR, index_folder
-from training.clc_fit import ClcMLP, fit_classifier, mean_recall
+from training.clc.fit import ClcMLP, fit_classifier, mean_recall
 from training.losses.clc_triplet import clc_triplet_loss
 
 
@@ -117,7 +117,7 @@ def test_fit_learns_to_trust_the_informative_slot() -> None:
     scores = rng.uniform(0, 0.5, (n_texts, n_images, 3)).astype(np.float32)
     scores[np.arange(n_texts), truth, 1] += 0.3
     scores[:, :, 0] = rng.uniform(0, 1.0, (n_texts, n_images))
-    from training.clc_fit import ClcData
+    from training.clc.fit import ClcData
 
     data = ClcData(scores, np.ones((n_texts, 3), dtype=bool), truth)
     classifier, report = fit_classifier(data, data, ["en", "de"], iterations=60, lr=0.05)

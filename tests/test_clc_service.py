@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from app.main import create_app
 from app.service_settings import ServiceSettings
-from training.synthetic import make_dataset
+from training.data.synthetic import make_dataset
 
 pytest_plugins = ("api_fixtures",)
 

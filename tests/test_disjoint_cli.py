@@ -10,7 +10,7 @@ import pytest
 from test_train_cli import invoke
 from test_train_cli import toy as toy_data  # noqa: F401  (the fixture with the toy encoders)
 
-from training.pseudopairs import hubness, keep_mask, match
+from training.tower.pseudopairs import hubness, keep_mask, match
 
 TINY = ["--batch-size", "8", "--hidden-dims", "32", "--dropouts", "0,0", "--lr", "0.01"]
 

@@ -12,11 +12,11 @@ import torch
 import indexer.encoders.factory as factory_module
 from indexer.caption_records import Caption
 from indexer.settings import Settings
-from training.distill import DistillOptions, segment_mean
+from training.data.synthetic import WORDS, ToyImageEncoder, ToyTextEncoder, make_dataset
+from training.data.text_corpus import distill_pairs, read_corpus
 from training.losses.distill import DistillLoss, distill_loss
-from training.synthetic import WORDS, ToyImageEncoder, ToyTextEncoder, make_dataset
-from training.text_corpus import distill_pairs, read_corpus
-from training.train import TrainConfig, train
+from training.tower.distill import DistillOptions, segment_mean
+from training.tower.train import TrainConfig, train
 
 
 def rows(*items: tuple[str, str, str, str]) -> list[Caption]:

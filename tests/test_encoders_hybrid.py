@@ -11,7 +11,7 @@ from api_fixtures import FakeTextEncoder
 
 from indexer.encoders.factory import create_text_encoder
 from indexer.encoders.hybrid import HybridTextEncoder
-from training.features import text_embeddings
+from training.data.features import text_embeddings
 
 
 class CzechOnly(FakeTextEncoder):

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.evaluate import evaluate_label_bridge, evaluate_vectors, first_caption_rows
-from training.prepared import PreparedSplit, prepare_split
-from training.retrieval_metrics import c2c_recall_at_1, i2t_ranks, language_recalls, t2i_ranks
-from training.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
+from training.data.prepared import PreparedSplit, prepare_split
+from training.data.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
+from training.evaluation.evaluate import evaluate_label_bridge, evaluate_vectors, first_caption_rows
+from training.evaluation.retrieval_metrics import c2c_recall_at_1, i2t_ranks, language_recalls, t2i_ranks
 
 EYE3 = np.eye(3, dtype=np.float32)
 

@@ -173,7 +173,28 @@ def test_unknown_loss() -> None:
 
 
 def test_the_command_line_lists_every_loss() -> None:
-    from training.choices import LOSS_NAMES
+    from app.cli.tower_cmd import LOSS_NAMES
     from training.losses import LOSSES
 
     assert tuple(LOSSES) == LOSS_NAMES
+
+
+def test_each_loss_declares_its_own_keywords_with_their_defaults() -> None:
+    """The command line's options of a loss are its module's OPTIONS: the same names and defaults as the loss."""
+    import inspect
+
+    from training.losses import TOWER_LOSSES
+
+    for name, (loss, declared) in TOWER_LOSSES.items():
+        keywords = {k: p.default for k, p in inspect.signature(loss).parameters.items()}
+        assert {option.name: option.default for option in declared} == keywords, name
+
+
+def test_loss_options_are_checked_against_the_loss() -> None:
+    from training.losses import check_loss_options
+
+    assert check_loss_options("m3l", {"rho": 2.0, "eta": None}) == {"rho": 2.0}
+    with pytest.raises(ValueError, match="--eta, --margin do not apply to --loss m3l"):
+        check_loss_options("m3l", {"eta": 1.0, "margin": 0.1, "rho": None})
+    with pytest.raises(ValueError, match="unknown loss 'triplet'"):
+        check_loss_options("triplet", {})

@@ -17,9 +17,9 @@ from app.service_settings import ServiceSettings
 from indexer.image_index import ImageIndex
 from indexer.query import QueryCache, QueryPipeline, load_models
 from indexer.store.vectors import VectorIndexSettings
-from training.prepared import prepare_split
-from training.served_eval import evaluate_served, ranks_from_top, served_ranking
-from training.synthetic import make_dataset
+from training.data.prepared import prepare_split
+from training.data.synthetic import make_dataset
+from training.evaluation.served_eval import evaluate_served, ranks_from_top, served_ranking
 
 pytest_plugins = ("api_fixtures",)
 

@@ -81,7 +81,7 @@ def test_evaluate_measures_the_shipped_student(tmp_path: Path, monkeypatch: pyte
     from typer.testing import CliRunner
 
     from app.cli import cli
-    from training.synthetic import make_dataset
+    from training.data.synthetic import make_dataset
 
     for key in list(os.environ):
         if key.startswith("POLYGLOT_"):

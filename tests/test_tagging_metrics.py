@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from training.tag_metrics import Reference, content_recall, precision_at, related
+from training.evaluation.tag_metrics import Reference, content_recall, precision_at, related
 
 
 def test_light_normalisation_merges_plural_and_gender_forms() -> None:

@@ -21,7 +21,7 @@ from indexer.tagging.vocabulary import (
     read_texts,
     read_word_list,
 )
-from training.lexicon_baseline import Lexicon
+from training.evaluation.lexicon_baseline import Lexicon
 
 
 def test_tokenize_handles_accents_elision_hyphens_and_digits() -> None:

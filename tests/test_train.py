@@ -12,12 +12,12 @@ import torch
 import indexer.encoders.factory as factory_module
 from indexer.settings import Settings
 from indexer.tower import TextTower
-from training.data import DatasetError
-from training.evaluate import evaluate_tower
-from training.prepared import prepare_split
-from training.sampler import DistinctImageBatches
-from training.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
-from training.train import TrainConfig, parse_langs, train
+from training.data.dataset import DatasetError
+from training.data.prepared import prepare_split
+from training.data.sampler import DistinctImageBatches
+from training.data.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
+from training.evaluation.evaluate import evaluate_tower
+from training.tower.train import TrainConfig, parse_langs, train
 
 
 @pytest.fixture(autouse=True)

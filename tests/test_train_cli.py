@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from typer.testing import CliRunner
 import indexer.encoders.factory as factory_module
 from app.cli import cli
 from indexer.model_files import MUSE_ONNX
-from training.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
+from training.data.synthetic import ToyImageEncoder, ToyTextEncoder, make_dataset
 
 runner = CliRunner()
 
@@ -128,7 +129,7 @@ def test_train_method_through_the_cli(toy: Path, tmp_path: Path) -> None:
         assert code == 0, output
         report = json.loads((tmp_path / f"{method}.json").read_text())
         assert set(report["dev"]) == {"en→de", "de→en"} and report["dev"]["en→de"]["queries"] == 15
-        from training.align import SavedAlignment
+        from training.align.alignment import SavedAlignment
 
         saved = SavedAlignment(out)
         assert saved.project("de", np.zeros((2, saved_dim(saved)), dtype=np.float32)).shape == (2, 4)
@@ -137,7 +138,7 @@ def test_train_method_through_the_cli(toy: Path, tmp_path: Path) -> None:
 
 
 def saved_dim(saved: object) -> int:
-    from training.align import SavedAlignment
+    from training.align.alignment import SavedAlignment
 
     assert isinstance(saved, SavedAlignment)
     if saved.linear is not None:
@@ -146,7 +147,7 @@ def saved_dim(saved: object) -> int:
 
 
 def test_translator_fit_and_curves_through_the_cli(toy: Path, tmp_path: Path) -> None:
-    from training.synthetic import WORDS
+    from training.data.synthetic import WORDS
 
     tower = train_toy(toy, tmp_path / "pivot", "en", epochs=3)
     lexicon = tmp_path / "en-de.tsv"
@@ -193,3 +194,82 @@ def test_train_with_a_text_corpus_through_the_cli(toy: Path, tmp_path: Path) -> 
     assert f"--text-corpus {corpus} --text-corpus {corpus}" in card["command"]
     code, output = invoke("train", "--data", toy, "--out", out, "--text-corpus", tmp_path / "missing")
     assert code == 2 and "error: text corpus" in output
+
+
+def test_train_lists_its_families_and_keeps_the_old_spellings_hidden() -> None:
+    code, output = invoke("train", "--help")
+    assert code == 0 and all(f"│ {family} " in output for family in ("student", "tower", "align", "smalr")), output
+    code, output = invoke("--help")
+    assert code == 0 and "train-student" not in output
+    for words in (["train-student", "--help"], ["train", "student", "--help"]):
+        code, output = invoke(*words)
+        assert code == 0 and "--trunk-lr" in output and "--steps" in output and "--warmup" in output
+
+
+def test_the_old_spelling_runs_the_family_it_names(toy: Path, tmp_path: Path) -> None:
+    """`polyglot train --data … [--method tower]` (what model cards recorded) = `polyglot train tower --data …`:
+    the same weights, the same output, each model card recording the spelling it was given."""
+    tiny = ["--data", toy, "--langs", "en,de", "--loss", "vse", "--epochs", "2", "--batch-size", "8",
+            "--hidden-dims", "32", "--dropouts", "0,0"]  # fmt: skip
+    runs = {
+        "new": ["train", "tower", *tiny],
+        "old": ["train", *tiny],
+        "method": ["train", "--method", "tower", *tiny],
+    }
+    outputs, weights = {}, {}
+    for name, args in runs.items():
+        code, output = invoke(*args, "--out", tmp_path / name)
+        assert code == 0, output
+        lines = [line for line in re.split(r"[\r\n]", output) if line.strip() and "%|" not in line]  # no progress
+        outputs[name] = re.sub(r", \d+ s\)", ")", "\n".join(lines).replace(str(tmp_path / name), "OUT"))
+        weights[name] = (tmp_path / name / "model.safetensors").read_bytes()
+    assert weights["new"] == weights["old"] == weights["method"]
+    assert outputs["new"] == outputs["old"] == outputs["method"]
+    assert "polyglot train tower --data" in (tmp_path / "new" / "README.md").read_text()
+    assert "polyglot train --data" in (tmp_path / "old" / "README.md").read_text()
+    code, output = invoke("train", "--data", toy, "--out", tmp_path / "x", "--method", "nope", "--langs", "en,de")
+    assert code == 2 and "unknown method 'nope'" in output
+
+
+def test_an_alignment_in_the_new_spelling_records_it(toy: Path, tmp_path: Path) -> None:
+    code, output = invoke("train", "align", "--method", "pcca", "--data", toy, "--out", tmp_path / "a",
+                          "--langs", "en,de", "--cca-dim", "4", "--holdout", "0.2")  # fmt: skip
+    assert code == 0, output
+    saved = json.loads((tmp_path / "a" / "alignment.json").read_text())
+    assert saved["command"].startswith("polyglot train align --method pcca --data")
+    code, output = invoke("train", "align", "--method", "pcca", "--data", toy, "--data", toy, "--out",
+                          tmp_path / "b", "--langs", "en,de")  # fmt: skip
+    assert code == 2 and "need --disjoint" in output
+
+
+def recorded_commands() -> list[str]:
+    """Every `polyglot train …` a shipped model card or the README records."""
+    commands = []
+    for card in sorted(Path("indexer/assets").glob("**/*.json")):
+        saved = json.loads(card.read_text())
+        command = saved.get("command") or saved.get("training", {}).get("command")
+        if isinstance(command, str) and command.startswith("polyglot train"):
+            commands.append(command)
+    for line in Path("README.md").read_text().splitlines():
+        if ".venv/bin/polyglot train" in line:
+            commands.append(line.split(".venv/bin/", 1)[1].split("  #")[0].rstrip(" \\"))
+    return commands
+
+
+def test_every_recorded_command_still_parses() -> None:
+    """Saved model cards (the old spelling) and the README (the new one) name options their family still has."""
+    import shlex
+
+    from typer.main import get_command
+
+    commands = recorded_commands()
+    assert sum(c.startswith("polyglot train --") for c in commands) >= 4  # the shipped towers and alignments
+    assert sum(c.startswith("polyglot train tower") for c in commands) >= 2
+    for recorded in commands:
+        args, command, ctx, name = shlex.split(recorded)[1:], get_command(cli), None, "polyglot"
+        while True:  # the root, then `train`, then the family the words name
+            ctx = command.make_context(name, list(args), parent=ctx)
+            if not hasattr(command, "resolve_command"):
+                break
+            name, command, args = command.resolve_command(ctx, [*ctx._protected_args, *ctx.args])
+        assert ctx.params.get("out") is not None, recorded

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from indexer.tower import TextTower
-from training.translator import (
+from training.translator.model import (
     TranslatedTower,
     fold,
     knn_mean,

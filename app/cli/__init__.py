@@ -15,7 +15,6 @@ from app.cli import (
     models_cmd,
     search_cmd,
     serve_cmd,
-    student_cmd,
     tag_cmd,
     train_cmd,
     translator_cmd,
@@ -47,7 +46,6 @@ cli.add_typer(collections_cmd.collections_app, name="collections")
 cli.add_typer(collections_cmd.pseudopairs_app, name="pseudopairs")
 tag_cmd.register(cli)
 train_cmd.register(cli)
-student_cmd.register(cli)
 evaluate_cmd.register(cli)
 search_cmd.register(cli)
 bridge_cmd.register(cli)

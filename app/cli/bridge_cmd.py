@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from app.cli.evaluate_cmd import USER_ERRORS, check_data, console, fail
+from app.cli.common import USER_ERRORS, check_data, console, fail
 from app.cli.settings_cli import read_settings
 
 
@@ -27,8 +27,8 @@ def register(cli: typer.Typer) -> None:
         from indexer.encoders import build_text_encoder
         from indexer.encoders.hybrid import HybridTextEncoder
         from indexer.tower import TextTower
-        from training.bridge_fit import fit_bridge, untouched_cosine
-        from training.data import load_dataset
+        from training.data.dataset import load_dataset
+        from training.tower.bridge_fit import fit_bridge, untouched_cosine
 
         settings = read_settings()
         check_data(data)

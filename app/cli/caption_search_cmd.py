@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from app.cli import captions_cmd
+from app.cli.common import fail
 from app.cli.settings_cli import read_settings
 from app.service_settings import ServiceSettings
 
@@ -17,12 +18,6 @@ app = typer.Typer(
     help="Search the caption collection across languages (index captions with `polyglot index captions add`).",
     no_args_is_help=True,
 )
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
-
-
-def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/] {message}", highlight=False)
-    return typer.Exit(code=2)
 
 
 @app.command("search")
@@ -42,13 +37,13 @@ def search(
 
     text = clean_query(query)
     if not text:
-        raise _fail("empty query: give some visible text")
+        raise fail("empty query: give some visible text")
     settings = read_settings(ServiceSettings)
     try:
         embedder = captions_cmd.load_embedder(settings)
         alignments, encoders = load_alignments(settings, embedder)
     except (FileNotFoundError, ModelsError, ValueError) as exc:
-        raise _fail(f"cannot load the models: {exc}") from None
+        raise fail(f"cannot load the models: {exc}") from None
     index = CaptionIndex.from_settings(settings, embedder)
     try:
         search = CrossLingualCaptions(index, embedder, alignments, encoders, settings.query.caption_search_fallback)
@@ -56,7 +51,7 @@ def search(
         try:
             found, space = search.search([text], code, wanted, k)
         except CaptionSearchError as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
     finally:
         index.close()
     hits = found[0]

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from tqdm.auto import tqdm
 
+from app.cli.common import console
 from app.cli.settings_cli import read_settings
 from app.service_settings import ServiceSettings
 
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from indexer.tower import TextEmbedder
 
 app = typer.Typer(help="Index captions for image → caption retrieval.", no_args_is_help=True)
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 def load_embedder(settings: ServiceSettings) -> TextEmbedder:

@@ -5,15 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from app.cli.evaluate_cmd import USER_ERRORS, check_clc_options, check_data, clc_settings, fail
+from app.cli.common import USER_ERRORS, check_data, console, fail
+from app.cli.evaluate_cmd import check_clc_options, clc_settings
 from app.cli.settings_cli import read_settings
 
 app = typer.Typer(
     help="Cross-lingual consistency: a query scored together with its translations.", no_args_is_help=True
 )
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 @app.command("fit")
@@ -36,8 +35,8 @@ def fit_command(
 
     from indexer.query import QueryCache, QueryPipeline, load_models
     from indexer.query.models import load_clc
-    from training.clc_fit import fit_classifier, parallel_translator, slot_scores
-    from training.prepared import prepare_split
+    from training.clc.fit import fit_classifier, parallel_translator, slot_scores
+    from training.data.prepared import prepare_split
 
     check_data(data)
     check_clc_options("average", translator)

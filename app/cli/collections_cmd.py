@@ -5,12 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from app.cli.evaluate_cmd import USER_ERRORS, check_data, fail
+from app.cli.common import USER_ERRORS, check_data, console, fail
 from app.cli.settings_cli import read_settings
 
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 collections_app = typer.Typer(help="Collections of photos with captions: cut a data set into disjoint ones.")
 pseudopairs_app = typer.Typer(help="Pseudo-pairs: caption one collection's photos with another's captions.")
 
@@ -30,7 +28,7 @@ def split_command(
     extra_captions: list[Path] = typer.Option([], help="More caption files of the source's photos (repeatable)."),
 ) -> None:
     """Write collections that share no photos (images/ are symbolic links; nothing is copied)."""
-    from training.collections import parse_part, split_collections
+    from training.data.collections import parse_part, split_collections
 
     check_data(data)
     try:
@@ -59,7 +57,7 @@ def make_command(
     ),
 ) -> None:
     """For each caption of --to, the most similar caption of --from (another language) joins its photo."""
-    from training.pseudopairs import FILTERS, TOP, make_pseudopairs
+    from training.tower.pseudopairs import FILTERS, TOP, make_pseudopairs
 
     if keep not in FILTERS:
         raise fail(f"unknown --filter {keep!r}; choose one of: {', '.join(FILTERS)}")

@@ -1,5 +1,5 @@
 """``polyglot evaluate``: retrieval recalls per language on a split — by default of exactly what ``/search``
-serves with the current settings (:mod:`training.served_eval`: the student unless POLYGLOT_TOWER_PATH says
+serves with the current settings (:mod:`training.evaluation.served_eval`: the student unless POLYGLOT_TOWER_PATH says
 otherwise), or of another text side (``--tower``: a student or a research tower, with its language bridge unless
 ``--no-bridge``)."""
 
@@ -12,27 +12,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from app.cli.common import USER_ERRORS, check_data, fail
 from app.cli.settings_cli import read_settings
-from indexer.encoders.factory import UnknownEncoderError
-from indexer.model_files import ChecksumError, ModelFileMissingError
 from indexer.settings import Settings
-from training.data import DatasetError
 
 if TYPE_CHECKING:
-    from training.evaluate import Evaluation
-
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
-USER_ERRORS = (DatasetError, UnknownEncoderError, ModelFileMissingError, ChecksumError, FileNotFoundError, ValueError)
-
-
-def fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/] {message}")
-    return typer.Exit(code=2)
-
-
-def check_data(data: Path) -> None:
-    if not data.is_dir():
-        raise fail(f"data folder {data} does not exist")
+    from training.evaluation.evaluate import Evaluation
 
 
 def print_evaluation(title: str, evaluation: Evaluation) -> None:
@@ -174,14 +159,14 @@ def register(cli: typer.Typer) -> None:
         from indexer.encoders import build_image_encoder, build_text_encoder
         from indexer.query import QueryCache, QueryPipeline, load_models
         from indexer.query.models import load_clc
-        from training.clc_fit import parallel_translator
-        from training.evaluate import evaluate_label_bridge
-        from training.prepared import prepare_split
-        from training.served_eval import evaluate_served
+        from training.clc.fit import parallel_translator
+        from training.data.prepared import prepare_split
+        from training.evaluation.evaluate import evaluate_label_bridge
+        from training.evaluation.served_eval import evaluate_served
 
         settings = read_settings()
         if imagenet_labels is not None:
-            from training.wide_dev import WideDevError, build_wide_dev
+            from training.data.wide_dev import WideDevError, build_wide_dev
 
             try:
                 data = build_wide_dev(data, imagenet_labels, settings.resolved_cache_dir / "wide-dev")

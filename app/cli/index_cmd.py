@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from app.cli.common import console, fail, out
 from app.cli.settings_cli import read_settings
 from indexer.encoders.factory import UnknownEncoderError
 from indexer.image_index import AddReport, ImageIndex, IndexBusyError, IndexMismatchError, IndexNotFoundError
@@ -26,8 +26,6 @@ from indexer.store.milvus_vectors import VectorBackendError
 from indexer.store.sidecar import SidecarError
 
 app = typer.Typer(help="Build and maintain the image index.", no_args_is_help=True)
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
-out = Console()
 
 USER_ERRORS = (
     SourceError,
@@ -40,11 +38,6 @@ USER_ERRORS = (
     BackendUnavailableError,
     DiskFullError,
 )
-
-
-def fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/] {message}", highlight=False)
-    return typer.Exit(code=2)
 
 
 @contextmanager

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from app.cli.common import console
 from app.cli.settings_cli import read_settings
 from indexer.built_models import build as build_model
 from indexer.built_models import verify
@@ -21,7 +22,6 @@ from indexer.model_files import BUNDLED_FILES, ChecksumError, ModelFileMissingEr
 from indexer.settings import Settings
 
 app = typer.Typer(help="Bundled model files (offline defaults).", no_args_is_help=True)
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 @app.command("fetch")

@@ -12,21 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from app.cli.common import fail, out
 from app.cli.settings_cli import read_settings
 from indexer.relevance import POOL as CUTOFF_POOL
 from indexer.relevance import cutoff_count
 from indexer.search_filters import FilterError, PhotoFilter
-
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
-out = Console()
-
-
-def fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/] {message}", highlight=False)
-    return typer.Exit(code=2)
 
 
 def register(cli: typer.Typer) -> None:

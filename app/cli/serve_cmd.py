@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
+from app.cli.common import console
 from app.cli.settings_cli import read_settings
 from app.service_settings import ServiceSettings
 
 if TYPE_CHECKING:
     from indexer.captions import Caption
 
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 SHARED = Path("../shared/data/m30k-f8k")
 
 

@@ -1,19 +1,23 @@
-"""``polyglot train-student``: train (or resume) the student text encoder, the served model."""
+"""``polyglot train student`` (also spelt ``polyglot train-student``): train (or resume) the student text encoder,
+the served model (training/student/)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from app.cli.evaluate_cmd import USER_ERRORS, fail
+from app.cli import train_options as shared
+from app.cli.common import USER_ERRORS, fail
 from app.cli.settings_cli import read_settings
 
 SHARED = Path("../shared/data")
 
 
-def register(cli: typer.Typer) -> None:
-    @cli.command("train-student")
+def register(train_app: typer.Typer, cli: typer.Typer) -> None:
+    @train_app.command("student")
+    @shared.with_options(shared.schedule("steps", "warmup", "seed", warmup=100))
     def train_student_command(
         out: Path = typer.Option(..., help="Student folder; a checkpoint.pt there is resumed."),
         data: Path = typer.Option(SHARED / "m30k-f8k", help="Photos with captions (its train split is used)."),
@@ -28,7 +32,6 @@ def register(cli: typer.Typer) -> None:
         teacher: Path | None = typer.Option(None, help="Teacher tower folder (default: indexer/assets/tower)."),
         layers: int = typer.Option(4, min=1, max=12, help="e5-small layers the student keeps."),
         frozen_layers: int = typer.Option(0, min=0, max=11, help="Lower layers left as pretrained (no gradient)."),
-        steps: int = typer.Option(2000, min=1, help="Optimiser steps."),
         photos_per_step: int = typer.Option(64, min=2, help="Image–caption pairs per step (distinct photos)."),
         translations_per_step: int = typer.Option(48, min=1, help="Translation pairs per step."),
         concepts_per_step: int = typer.Option(32, min=1, help="Class names per step."),
@@ -40,7 +43,6 @@ def register(cli: typer.Typer) -> None:
         weight_concept: float = typer.Option(0.5, min=0.0, help="Weight of the concept term."),
         weight_keep: float = typer.Option(1.0, min=0.0, help="Weight of the language-keeping term."),
         holdout: float = typer.Option(0.05, min=0.0, max=0.5, help="Share of train photos held out for checks."),
-        seed: int = typer.Option(0, help="Seed of the initial head and of every step's draw."),
         init: Path | None = typer.Option(
             None, help="Start from this student folder (e.g. indexer/assets/student) to train it further."
         ),
@@ -48,9 +50,13 @@ def register(cli: typer.Typer) -> None:
         stop_after: int | None = typer.Option(
             None, min=1, help="Stop after N steps of this call (a checkpoint is written); run again to resume."
         ),
+        **options: Any,
     ) -> None:
-        """Fine-tune e5-small's first layers end to end into the image space (image–caption, distillation,
-        concept and language-keeping terms); resumable; writes a student folder servable as POLYGLOT_TOWER_PATH."""
+        """Train the served student: e5-small's first layers fine-tuned end to end into the image space.
+
+        Image–caption, distillation, concept and language-keeping terms; resumable (run it again to go on).
+
+        Writes a student folder servable as POLYGLOT_TOWER_PATH."""
         from indexer.asset_paths import research_tower_path
         from indexer.encoders import build_image_encoder
         from indexer.query.models import load_text_tower
@@ -61,7 +67,6 @@ def register(cli: typer.Typer) -> None:
         recipe = StudentRecipe(
             layers=layers,
             frozen_layers=frozen_layers,
-            steps=steps,
             photos_per_step=photos_per_step,
             translations_per_step=translations_per_step,
             concepts_per_step=concepts_per_step,
@@ -69,10 +74,10 @@ def register(cli: typer.Typer) -> None:
             trunk_lr=trunk_lr,
             head_lr=head_lr,
             weights={"photo": weight_photo, "distill": weight_distill, "concept": weight_concept, "keep": weight_keep},
-            seed=seed,
             init=str(init) if init else None,
             threads=threads,
             device=settings.models.device,
+            **options,  # the schedule: steps, warm-up, seed
         )
         inputs = StudentData(data, text_corpus, list(photo_captions), list(translations), holdout=holdout)
         try:
@@ -92,3 +97,5 @@ def register(cli: typer.Typer) -> None:
             )
         except USER_ERRORS as exc:
             raise fail(str(exc)) from None
+
+    cli.command("train-student", hidden=True)(train_student_command)  # the old spelling

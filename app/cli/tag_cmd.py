@@ -11,10 +11,10 @@ from collections import Counter
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
+from app.cli.common import console, fail, out
 from app.cli.settings_cli import read_settings
 from indexer.encoders.factory import UnknownEncoderError
 from indexer.images import ImageDecodeError, load_image
@@ -38,15 +38,8 @@ tags_app = typer.Typer(help="Target-language tag vocabularies for `polyglot tag`
 vocab_app = typer.Typer(help="Build and list tag vocabularies (versioned beside the index).", no_args_is_help=True)
 tags_app.add_typer(vocab_app, name="vocab")
 
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
-out = Console()
 # FileNotFoundError covers a missing tower or model file (ModelFileMissingError is one).
 USER_ERRORS = (VocabularyError, UnknownLanguageError, UnknownEncoderError, ChecksumError, FileNotFoundError, ValueError)
-
-
-def fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/] {message}", highlight=False)
-    return typer.Exit(code=2)
 
 
 def parse_langs(value: str) -> list[str]:

@@ -5,15 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from app.cli.evaluate_cmd import USER_ERRORS, check_data, fail
+from app.cli.common import USER_ERRORS, check_data, console, fail
 from app.cli.settings_cli import read_settings
 
 app = typer.Typer(
     help="Map a language's (or another encoder's) embeddings into a tower's input space.", no_args_is_help=True
 )
-console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 
 @app.command("fit")
@@ -35,8 +33,8 @@ def fit_command(
     from indexer.asset_paths import research_tower_path
     from indexer.encoders import build_text_encoder
     from indexer.tower import TextTower
-    from training.data import load_dataset
-    from training.translator_fit import caption_vocabulary, fit_translator, read_lexicon, save_translator, split_lexicon
+    from training.data.dataset import load_dataset
+    from training.translator.fit import caption_vocabulary, fit_translator, read_lexicon, save_translator, split_lexicon
 
     settings = read_settings()
     pivot = tower or settings.models.tower_path or research_tower_path()
@@ -95,9 +93,9 @@ def curves_command(
     from indexer.atomic import atomic_write_json
     from indexer.encoders import build_image_encoder, build_text_encoder
     from indexer.tower import TextTower
-    from training.prepared import prepare_split
-    from training.translator_curves import PROTOCOLS, CurveSettings, learning_curves, plot, subset
-    from training.translator_fit import load_translator
+    from training.data.prepared import prepare_split
+    from training.translator.curves import PROTOCOLS, CurveSettings, learning_curves, plot, subset
+    from training.translator.fit import load_translator
 
     settings = read_settings()
     check_data(data)
@@ -125,7 +123,7 @@ def curves_command(
                 )
                 for s in (train, dev)
             )
-        curve = CurveSettings(sizes=[int(n) for n in sizes.split(",") if n.strip()], max_steps=max_steps, lr=lr)
+        curve = CurveSettings(sizes=[int(n) for n in sizes.split(",") if n.strip()], steps=max_steps, lr=lr)
         result = learning_curves(pivot, m, train, dev, lang, curve, chosen, progress=console.print)
     except USER_ERRORS as exc:
         raise fail(str(exc)) from None

@@ -6,13 +6,13 @@ PY=.venv/bin/python
 
 # 1. choose the vocabulary's min count on the first half of dev (paper weights fixed)
 for mc in 3 10 30; do
-  $PY -m training.tagging_eval --data $DATA/m30k-f8k --lexicons $DATA/lexicons --images 500 --langs de,fr,pt \
+  $PY -m training.evaluation.tagging_eval --data $DATA/m30k-f8k --lexicons $DATA/lexicons --images 500 --langs de,fr,pt \
     --min-count $mc --sweep 0,0.35,0.5,0.65,0.8,1 --out docs/tagging/tune-min-count-$mc.json
 done
 
 # (results-muse-en.* = step 2 with the first shipped tower, mUSE English-only, passed with --tower)
 # 2. the full dev split with the paper's weights and the chosen min count (30), plus the ImageNet zero-shot check
-$PY -m training.tagging_eval --data $DATA/m30k-f8k --lexicons $DATA/lexicons --langs de,fr,cs,pt \
+$PY -m training.evaluation.tagging_eval --data $DATA/m30k-f8k --lexicons $DATA/lexicons --langs de,fr,cs,pt \
   --min-count 30 --tuned-on 500 --imagenet-labels $DATA/imagenet-labels/babel-imagenet.json \
   --out docs/tagging/results.json
 

@@ -8,7 +8,7 @@ the ranking of the mean of the versions' unit vectors, so it is one vector and o
 combines the scores of all slots with a small MLP (``1+|L|`` inputs, 32 hidden units, ReLU; empty slots take the
 query's own score). It is not linear, so it re-ranks the CLC-A search's best ``POLYGLOT_CLC_CANDIDATES`` images by
 their exact per-version scores. Its weights are a tower-like checkpoint: ``config.json`` + ``model.safetensors``,
-trained by ``polyglot clc fit`` (``training/clc_fit.py``).
+trained by ``polyglot clc fit`` (``training/clc/fit.py``).
 """
 
 from __future__ import annotations

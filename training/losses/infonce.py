@@ -18,6 +18,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from training.losses.mining import same_image_mask
+from training.losses.options import LossOption
+
+OPTIONS = (LossOption("temperature", 0.05, "InfoNCE temperature τ"),)
 
 
 def infonce_loss(

@@ -21,6 +21,14 @@ import torch
 from torch import nn
 
 from training.losses.mining import hardest_negative, squared_distances
+from training.losses.options import LossOption
+
+OPTIONS = (
+    LossOption("rho", 4.0, "M3L exponent ρ"),
+    LossOption("alpha1", 0.5, "M3L weight of the negative image"),
+    LossOption("alpha2", 1.0, "M3L weight of the negative text"),
+    LossOption("bounded", False, "M3L ratio form: bounded r/(1+r), or the paper's raw ratio", "--bounded/--unbounded"),
+)
 
 
 def m3l_loss(

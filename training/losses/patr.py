@@ -16,6 +16,9 @@ import torch
 from torch import nn
 
 from training.losses.mining import hardest_negative, squared_distances
+from training.losses.options import LossOption
+
+OPTIONS = (LossOption("eta", 2.0, "PATR margin η on squared distances"),)
 
 
 def patr_loss(text: torch.Tensor, image: torch.Tensor, image_ids: torch.Tensor, eta: float = 2.0) -> torch.Tensor:

@@ -16,6 +16,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from training.losses.mining import same_image_mask
+from training.losses.options import LossOption
+
+OPTIONS = (LossOption("margin", 0.2, "VSE hinge margin"),)
 
 
 def vse_loss(text: torch.Tensor, image: torch.Tensor, image_ids: torch.Tensor, margin: float = 0.2) -> torch.Tensor:

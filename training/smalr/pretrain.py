@@ -19,8 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from training.data.sampler import DistinctImageBatches
 from training.losses.neighbourhood import neighbourhood_loss
-from training.sampler import DistinctImageBatches
 from training.smalr.vocabulary import compact_assignment
 
 

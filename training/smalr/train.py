@@ -1,11 +1,11 @@
-"""``polyglot train --method smalr|hem|la``: SMALR (Burns et al. 2020) and its baselines on frozen image features.
+"""``polyglot train smalr --method smalr|hem|la``: SMALR (Burns et al. 2020) and its baselines on frozen image features.
 
 Recipe (§3, §4, Eq. (4)): L = L_mm + λ2·L_mask + λ3·L_adv + λ4·L_nc with λ1 = 1.5 inside L_mm, (λ2, λ3, λ4) =
 (1e-4, 1e-6, 5e-2); every triplet loss cosine, m = 0.05, top-10 most violated; Adam, lr 1e-3 (the paper's for
 HEM and LA). Methods: ``la`` (latent vocabulary only), ``hem`` (K language-specific words per language + latent
 vocabulary), ``smalr`` (HEM + MCLM, with L_mm also on the masked sentences). L_nc and L_adv are MULE's alignment
 constraints, used by all three (§3.3). Batches hold distinct images with two captions each, in two languages
-(:class:`~training.sampler.DistinctImageBatches`). Early stopping on a held-out share of the TRAIN images.
+(:class:`~training.data.sampler.DistinctImageBatches`). Early stopping on a held-out share of the TRAIN images.
 """
 
 from __future__ import annotations
@@ -24,23 +24,26 @@ from tqdm import tqdm
 import indexer.encoders as encoders
 from indexer.settings import Settings
 from indexer.smalr.tower import SmalrTower
+from training.data.prepared import prepare_split
+from training.data.sampler import DistinctImageBatches
+from training.evaluation.retrieval_metrics import language_recalls, recall_sum
 from training.losses.neighbourhood import neighbourhood_loss
 from training.losses.triplet import bidirectional_triplet_loss
-from training.prepared import prepare_split
-from training.retrieval_metrics import language_recalls, recall_sum
-from training.sampler import DistinctImageBatches
+from training.schedule import Schedule
 from training.smalr.batching import mask_words, padded
 from training.smalr.network import SmalrNetwork
 from training.smalr.pretrain import pretrain_latent
 from training.smalr.vocabulary import build_word_list, caption_word_ids, to_vocab
 from training.smalr.word_vectors import word_features
-from training.space import fit_image_space
+from training.tower.space import fit_image_space
 
 METHODS = ("smalr", "hem", "la")
 
 
-@dataclass
-class SmalrConfig:
+@dataclass(kw_only=True)
+class SmalrConfig(Schedule):
+    unused = ("steps", "warmup", "beta1")
+
     data: Path
     out: Path
     cache_dir: Path
@@ -60,11 +63,8 @@ class SmalrConfig:
     hidden_dim: int = 256
     joint_dim: int = 256
     pretrain_epochs: int = 5
-    epochs: int = 20
+    epochs: int = 20  # SMALR's own defaults of two schedule fields
     patience: int = 3
-    batch_size: int = 128
-    lr: float = 1e-3
-    seed: int = 0
     explore_p: float = 0.2
     explore_m: int = 20
     mask_rate: float = 0.2
@@ -235,7 +235,7 @@ def _save(
     recipe = {
         key: (str(value) if isinstance(value, Path) else value)
         for key, value in vars(config).items()
-        if key not in ("cache_dir", "settings", "out", "command", "history", "data")
+        if key not in ("cache_dir", "settings", "out", "command", "history", "data", *config.unused)
     }
     training = {
         "recipe": recipe,

@@ -14,7 +14,7 @@ import numpy as np
 
 import indexer.encoders as encoders
 from indexer.settings import Settings
-from training.features import text_embeddings
+from training.data.features import text_embeddings
 
 PCA_DIM = 50
 

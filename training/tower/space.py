@@ -19,7 +19,8 @@ import torch.nn.functional as F
 
 from indexer.image_space import ImageSpace
 from indexer.tower import CONFIG_NAME
-from training.choices import SPACES
+
+SPACES: tuple[str, ...] = ("raw", "l2", "center-l2")
 
 
 def fit_image_space(kind: str, train_features: np.ndarray, image_space_from: Path | None = None) -> ImageSpace:

@@ -24,28 +24,28 @@ import numpy as np
 import torch
 
 from indexer.tower import TextTower
-from training.evaluate import evaluate_vectors
+from training.data.prepared import PreparedSplit
+from training.data.sampler import DistinctImageBatches
+from training.evaluation.evaluate import evaluate_vectors
+from training.evaluation.retrieval_metrics import recall_sum
 from training.losses import create_loss
-from training.prepared import PreparedSplit
-from training.retrieval_metrics import recall_sum
-from training.sampler import DistinctImageBatches
-from training.space import tower_outputs
-from training.translator import TranslatedTower
+from training.schedule import Schedule
+from training.tower.space import tower_outputs
+from training.translator.model import TranslatedTower
 
 PROTOCOLS = ("FS", "T1", "T2")
 
 
-@dataclass
-class CurveSettings:
+@dataclass(kw_only=True)
+class CurveSettings(Schedule):
+    unused = ("epochs", "warmup", "beta1")
+
     sizes: list[int] = field(default_factory=lambda: [100, 300, 1000, 3000, 10000, 0])  # 0 = all
     holdout_images: int = 100
-    max_steps: int = 1500
+    steps: int = 1500  # the curves' own defaults of two schedule fields: a step budget per point
     eval_every: int = 50
     patience: int = 4
-    batch_size: int = 128
-    lr: float = 1e-3
     temperature: float = 0.03
-    seed: int = 0
 
 
 def subset(split: PreparedSplit, rows: np.ndarray) -> PreparedSplit:
@@ -88,7 +88,7 @@ def train_rows(
     best = (recall_sum(recalls(model, check, check_images, lang)), 0, copy.deepcopy(model.state_dict()))
     step, since = 0, 0
     batch = min(settings.batch_size, len(set(train.caption_image[rows].tolist())))
-    while step < settings.max_steps and since < settings.patience:
+    while step < settings.steps and since < settings.patience:
         batches = DistinctImageBatches(
             train.caption_image[rows], train.caption_lang[rows], max(batch, 2), settings.seed + step
         )
@@ -105,7 +105,7 @@ def train_rows(
                     best, since = (score, step, copy.deepcopy(model.state_dict())), 0
                 else:
                     since += 1
-            if step >= settings.max_steps or since >= settings.patience:
+            if step >= settings.steps or since >= settings.patience:
                 break
     model.load_state_dict(best[2])
     return best[1], best[0]

@@ -1,7 +1,7 @@
-"""Distillation on parallel and same-photo text (``polyglot train --text-corpus DIR --distill …``).
+"""Distillation on parallel and same-photo text (``polyglot train tower --text-corpus DIR --distill …``).
 
 Next to every image–caption batch, a batch of *student* captions from text-only corpora (``../shared/data/
-m30k-text``, ``../shared/data/more-langs/text-captions.jsonl``; :mod:`training.text_corpus`) is pulled towards
+m30k-text``, ``../shared/data/more-langs/text-captions.jsonl``; :mod:`training.data.text_corpus`) is pulled towards
 its English teacher's tower output (:mod:`training.losses.distill`). The teacher is either a frozen tower on the
 same text encoder and image space (``--distill PATH``, e.g. the shipped one: targets computed once) or the
 tower being trained, gradient stopped, in eval mode (``--distill self``: targets follow the tower).
@@ -21,10 +21,10 @@ from indexer.bridge import LanguageBridge
 from indexer.encoders.base import TextEncoder
 from indexer.image_space import ImageSpace
 from indexer.tower import TextTower
-from training.features import text_embeddings
+from training.data.features import text_embeddings
+from training.data.text_corpus import distill_pairs, read_corpus
 from training.losses.distill import DistillLoss
-from training.space import tower_outputs
-from training.text_corpus import distill_pairs, read_corpus
+from training.tower.space import tower_outputs
 
 
 @dataclass

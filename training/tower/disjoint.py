@@ -25,13 +25,13 @@ from tqdm import tqdm
 
 from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.tower import TextTower
-from training.early_stop import BestEpoch
-from training.evaluate import first_caption_rows
+from training.data.prepared import PreparedSplit, prepare_split
+from training.data.sampler import DistinctImageBatches
+from training.evaluation.evaluate import first_caption_rows
 from training.losses import create_loss
-from training.prepared import PreparedSplit, prepare_split
-from training.sampler import DistinctImageBatches
-from training.space import fit_image_space, image_targets, tower_outputs
-from training.train import TrainConfig, TrainResult, _quick_dev_score, save
+from training.tower.early_stop import BestEpoch
+from training.tower.space import fit_image_space, image_targets, tower_outputs
+from training.tower.train import TrainConfig, TrainResult, _quick_dev_score, save
 
 
 @dataclass
@@ -69,7 +69,7 @@ def _load(config: TrainConfig, options: DisjointOptions, image_encoder: Any, tex
 
 
 def _languages_of(root: Path, split: str) -> set[str]:
-    from training.data import load_dataset
+    from training.data.dataset import load_dataset
 
     return set(load_dataset(root, split).languages())
 

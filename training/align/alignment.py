@@ -1,5 +1,5 @@
-"""``polyglot train --method cca|pcca|dcca-noi|dpcca-a|dpcca-b``: align two languages' frozen sentence features,
-conditioned on the frozen image features (the DPCCA family, :mod:`training.cca` and :mod:`training.dcca`).
+"""``polyglot train align --method cca|pcca|dcca-noi|dpcca-a|dpcca-b``: align two languages' frozen sentence features,
+conditioned on the frozen image features (the DPCCA family, :mod:`training.align.cca` and :mod:`training.align.dcca`).
 
 Training triplets: for each image of the split, its Multi30K task-1 caption in language x (e.g. English), its
 translation in language y (German) and the image's CNN features, centred, l2-normalised and compressed by PCA to
@@ -27,10 +27,10 @@ from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.captions.alignment import CONFIG_NAME, WEIGHTS_NAME, save_linear
 from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.settings import Settings
-from training.c2c_eval import c2c_table
-from training.cca import LinearAlignment, fit_cca, fit_pcca, pca
-from training.dcca import VARIANTS, Branch, NoiConfig, NoiTrainer, minibatches
-from training.prepared import PreparedSplit, prepare_split
+from training.align.c2c_eval import c2c_table
+from training.align.cca import LinearAlignment, fit_cca, fit_pcca, pca
+from training.align.dcca import VARIANTS, Branch, NoiConfig, NoiTrainer, minibatches
+from training.data.prepared import PreparedSplit, prepare_split
 
 METHODS = ("raw", "cca", "pcca", *VARIANTS)  # raw: the frozen features themselves, the reference
 
@@ -50,8 +50,7 @@ class AlignConfig:
     holdout: float = 0.1
     dim: int = 128
     eps: float = 1e-3
-    noi: NoiConfig = field(default_factory=NoiConfig)
-    patience: int = 5
+    noi: NoiConfig = field(default_factory=NoiConfig)  # the schedule (deep methods; patience for all)
     command: str = ""
 
 
@@ -152,7 +151,7 @@ def fit(config: AlignConfig, train: Triplets, check: Triplets | None) -> FittedA
         if score > best[0]:
             state = {k: v.clone() for k, v in {**_prefixed(trainer.f, "f."), **_prefixed(trainer.g, "g.")}.items()}
             best = (score, epoch, state)
-        elif epoch - best[1] >= config.patience:
+        elif epoch - best[1] >= noi.patience:
             break
     _restore(trainer, best[2])
     return alignment
@@ -221,7 +220,7 @@ def save(alignment: FittedAlignment, config: AlignConfig, report: dict[str, Any]
         "langs": list(config.langs),
         "text_encoder": config.text_encoder,
         "dim": config.dim,
-        "noi": asdict(config.noi) if alignment.deep is not None else None,
+        "noi": config.noi.recipe() if alignment.deep is not None else None,
         "command": config.command,
         "report": report,
     }

@@ -17,10 +17,10 @@ import numpy as np
 from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.tower import TextTower
-from training.features import text_embeddings
-from training.prepared import PreparedSplit
-from training.retrieval_metrics import KS, c2c_recall_at_1, language_recalls, recall_sum
-from training.retrieval_metrics import t2i_ranks as exact_t2i_ranks
+from training.data.features import text_embeddings
+from training.data.prepared import PreparedSplit
+from training.evaluation.retrieval_metrics import KS, c2c_recall_at_1, language_recalls, recall_sum
+from training.evaluation.retrieval_metrics import t2i_ranks as exact_t2i_ranks
 
 
 @dataclass
@@ -139,7 +139,7 @@ def evaluate_tower(
     bridge: LanguageBridge | None = None,
 ) -> Evaluation:
     """One tower on the split's cached sentence embeddings (training's model card; the CLI's ``polyglot
-    evaluate`` measures the served pipeline instead, :mod:`training.served_eval`)."""
+    evaluate`` measures the served pipeline instead, :mod:`training.evaluation.served_eval`)."""
     images = tower.image_space.apply(split.image_features)
     return evaluate_vectors(images, _tower_texts(tower, split, bridge), split, langs)
 

@@ -1,6 +1,6 @@
 """Render ``polyglot evaluate`` JSON outputs as the markdown tables of docs/results.md.
 
-``python -m training.report NAME=path.json ...`` prints one row per (run, language) with t2i/i2t R@1/5/10 and mR.
+``python -m training.evaluation.report NAME=path.json ...`` prints one row per (run, language) with t2i/i2t R@1/5/10 and mR.
 """
 
 from __future__ import annotations

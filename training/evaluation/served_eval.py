@@ -22,9 +22,9 @@ from indexer.image_index import Hit
 from indexer.query import Models, QueryPipeline
 from indexer.query.clc import ClcMode
 from indexer.store.vectors import VectorIndex, VectorIndexSettings, choose_kind
-from training.evaluate import Evaluation, evaluate_vectors
-from training.prepared import PreparedSplit
-from training.retrieval_metrics import KS
+from training.data.prepared import PreparedSplit
+from training.evaluation.evaluate import Evaluation, evaluate_vectors
+from training.evaluation.retrieval_metrics import KS
 
 DEPTH = max(KS)  # recalls up to R@10 need the ten best hits of each query
 

@@ -27,6 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from training.schedule import Schedule
+
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "relu": nn.ReLU}
 VARIANTS = ("dcca-noi", "dpcca-a", "dpcca-b")
 
@@ -86,17 +88,15 @@ def conditional_covariance(s_ff: torch.Tensor, s_fh: torch.Tensor, s_hh_inv: tor
 
 
 @dataclass
-class NoiConfig:
+class NoiConfig(Schedule):
+    unused = ("steps", "warmup", "beta1")
+
     variant: str = "dcca-noi"
     dim: int = 128  # L
     hidden_layers: int = 2  # hidden widths = the input size (§6: "mid-layers are set to the input size")
     activation: str = "tanh"
     rho: float = 0.9
     eps: float = 1e-3
-    lr: float = 1e-3
-    batch_size: int = 128
-    epochs: int = 30
-    seed: int = 0
     history: list[float] = field(default_factory=list)
 
 

@@ -1,7 +1,7 @@
 """What the tagging evaluation compares: the weightings of eq. 5 and the two kinds of English source tags.
 
 ``contextual`` takes W1/W2 from the command line; ``image-only`` (W2 = 0) and ``text-only`` (W1 = 0) are the two
-halves of eq. 5 alone; ``lexicon`` (:mod:`training.lexicon_baseline`) translates the source tags word by word.
+halves of eq. 5 alone; ``lexicon`` (:mod:`training.evaluation.lexicon_baseline`) translates the source tags word by word.
 """
 
 from __future__ import annotations

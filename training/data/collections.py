@@ -25,7 +25,7 @@ from pathlib import Path
 
 from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.caption_records import Caption
-from training.data import DatasetError, load_dataset
+from training.data.dataset import DatasetError, load_dataset
 
 
 @dataclass(frozen=True)

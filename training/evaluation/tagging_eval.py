@@ -1,6 +1,6 @@
 """Evaluate contextual multilingual tagging on a captioned split (default: dev of m30k-f8k).
 
-    .venv/bin/python -m training.tagging_eval --data ../shared/data/m30k-f8k \\
+    .venv/bin/python -m training.evaluation.tagging_eval --data ../shared/data/m30k-f8k \\
         --lexicons ../shared/data/lexicons --out docs/tagging/results.json
 
 Target vocabularies come from the **train** split's captions only (content words, ``--min-count``); the English
@@ -11,10 +11,10 @@ own captions). For every evaluated image and language, each method yields ``k`` 
 * ``image-only`` (W2 = 0) and ``text-only`` (W1 = 0): the two halves of eq. 5 alone, same assignment;
 * ``lexicon``: word-level translation of the same source tags with the MUSE lexicon (cannot see the image).
 
-Metrics (see :mod:`training.tag_metrics`): precision@5 against the image's captions in that language, and
+Metrics (see :mod:`training.evaluation.tag_metrics`): precision@5 against the image's captions in that language, and
 recall of the captions' content words by all ``k`` tags. Each method runs with both source-tag kinds
-(ImageNet classes, retrieved captions' words). The methods are named in :mod:`training.tagging_methods`, the
-tables written in :mod:`training.tagging_tables`, the ImageNet check done in :mod:`training.tagging_zero_shot`.
+(ImageNet classes, retrieved captions' words). The methods are named in :mod:`training.evaluation.tagging_methods`, the
+tables written in :mod:`training.evaluation.tagging_tables`, the ImageNet check done in :mod:`training.evaluation.tagging_zero_shot`.
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ from indexer.tagging.source_tags import MatrixCaptionRetriever
 from indexer.tagging.text import count_content_words
 from indexer.tagging.vocabulary import Vocabulary, build_vocabulary
 from indexer.tower import TextEmbedder, TextTower, tower_fingerprint
-from training.data import load_dataset
-from training.features import image_features
-from training.lexicon_baseline import Lexicon
-from training.tag_metrics import Reference, content_recall, precision_at
-from training.tagging_methods import SOURCE_KINDS, WEIGHTINGS, source_tags_for
-from training.tagging_tables import imagenet_markdown, markdown, sweep_markdown
-from training.tagging_zero_shot import imagenet_check
+from training.data.dataset import load_dataset
+from training.data.features import image_features
+from training.evaluation.lexicon_baseline import Lexicon
+from training.evaluation.tag_metrics import Reference, content_recall, precision_at
+from training.evaluation.tagging_methods import SOURCE_KINDS, WEIGHTINGS, source_tags_for
+from training.evaluation.tagging_tables import imagenet_markdown, markdown, sweep_markdown
+from training.evaluation.tagging_zero_shot import imagenet_check
 
 
 def build_vocabularies(
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> None:
 
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    args.command = shlex.join(["python", "-m", "training.tagging_eval", *(argv or sys.argv[1:])])
+    args.command = shlex.join(["python", "-m", "training.evaluation.tagging_eval", *(argv or sys.argv[1:])])
     report = evaluate(args)
     table = markdown(report)
     if report["results_after_tuning_part"]:

@@ -27,7 +27,7 @@ from safetensors.numpy import load, save
 from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.encoders.base import TextEncoder
 from indexer.sentence_cache import cached_sentences
-from training.translator import least_squares, procrustes, refine_rcsls, translation_p1
+from training.translator.model import least_squares, procrustes, refine_rcsls, translation_p1
 
 CONFIG_NAME, WEIGHTS_NAME = "translator.json", "translator.safetensors"
 WORD = re.compile(r"\w+", re.UNICODE)

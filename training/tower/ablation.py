@@ -4,7 +4,7 @@ Cheap enough for the shared 2-core machine (≈ 1 min per variant): one hidden b
 distinct images, English only; every 50 steps, t→i R@10 of the first English caption of each dev image over
 the 1,000-image dev pool. Used for the "what each change bought" table of docs/results.md::
 
-    python -m training.ablation --data ../shared/data/m30k-f8k
+    python -m training.tower.ablation --data ../shared/data/m30k-f8k
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import torch
 from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.settings import Settings
 from indexer.tower import TextTower
-from training.evaluate import evaluate_vectors, first_caption_rows
+from training.data.prepared import PreparedSplit, prepare_split
+from training.data.sampler import DistinctImageBatches
+from training.evaluation.evaluate import evaluate_vectors, first_caption_rows
 from training.losses import create_loss
-from training.prepared import PreparedSplit, prepare_split
-from training.sampler import DistinctImageBatches
-from training.space import fit_image_space, image_targets, tower_outputs
+from training.tower.space import fit_image_space, image_targets, tower_outputs
 
 # (name, training space, loss, loss options, Adam β1)
 VARIANTS: list[tuple[str, str, str, dict[str, Any], float]] = [

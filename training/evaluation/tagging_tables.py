@@ -1,11 +1,11 @@
-"""Markdown tables of a tagging evaluation report (:mod:`training.tagging_eval`): per-method precision@5 and
+"""Markdown tables of a tagging evaluation report (:mod:`training.evaluation.tagging_eval`): per-method precision@5 and
 content recall, the W1 sweep, and the zero-shot ImageNet label check."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from training.tagging_methods import METHOD_ORDER, SOURCE_KINDS
+from training.evaluation.tagging_methods import METHOD_ORDER, SOURCE_KINDS
 
 
 def sweep_markdown(report: dict[str, Any], sweep: list[float]) -> str:

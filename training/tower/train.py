@@ -1,7 +1,7 @@
 """Train the text tower on frozen features: Adam, in-batch hard negatives, early stopping on the dev recalls.
 
 Recipe (M3L paper §3.2 unless noted): Adam lr 1e-3, β1 0.99; batch 128 of distinct images (see
-:mod:`training.sampler`); after every epoch the dev sum of recalls (t→i + i→t, R@1/5/10, one caption per image
+:mod:`training.data.sampler`); after every epoch the dev sum of recalls (t→i + i→t, R@1/5/10, one caption per image
 and training language) decides early stopping; the best epoch's weights are kept. Seeds are fixed.
 """
 
@@ -11,7 +11,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,21 +24,24 @@ from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.image_space import ImageSpace
 from indexer.settings import Settings
 from indexer.tower import TextTower
-from training.distill import DistillOptions, DistillSet
-from training.early_stop import BestEpoch
-from training.evaluate import Evaluation, evaluate_tower, evaluate_vectors, first_caption_rows
+from training.data.prepared import PreparedSplit, prepare_split
+from training.data.sampler import DistinctImageBatches
+from training.evaluation.evaluate import Evaluation, evaluate_tower, evaluate_vectors, first_caption_rows
 from training.losses import create_loss
 from training.losses.c2c import CaptionCaptionLoss
-from training.model_card import write_model_card
-from training.prepared import PreparedSplit, prepare_split
-from training.sampler import DistinctImageBatches
-from training.space import fit_image_space, image_targets, tower_outputs
+from training.schedule import Schedule
+from training.tower.distill import DistillOptions, DistillSet
+from training.tower.early_stop import BestEpoch
+from training.tower.model_card import write_model_card
+from training.tower.space import fit_image_space, image_targets, tower_outputs
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(Schedule):  # the M3L paper's schedule: the defaults of Schedule
+    unused = ("steps", "warmup")
+
     data: Path
     out: Path
     cache_dir: Path
@@ -61,13 +64,7 @@ class TrainConfig:
     c2c_weight: float = 0.0  # weight of the caption–caption loss between two languages of an image; 0 = off
     c2c_temperature: float = 0.05
     bridge_from: Path | None = None  # a folder with a language bridge: applied to its languages, shipped alongside
-    distill: DistillOptions | None = None  # text-only corpora + teacher (training/distill.py); None = off
-    epochs: int = 30
-    patience: int = 5
-    batch_size: int = 128
-    lr: float = 1e-3
-    beta1: float = 0.99
-    seed: int = 0
+    distill: DistillOptions | None = None  # text-only corpora + teacher (training/tower/distill.py); None = off
     command: str = ""
 
 
@@ -225,7 +222,7 @@ def save(
     distilled: dict[str, Any] | None = None,
     disjoint: dict[str, Any] | None = None,
 ) -> None:
-    recipe = json.loads(json.dumps(asdict(config), default=str))  # paths (also inside the distill options) as text
+    recipe = json.loads(json.dumps(config.recipe(), default=str))  # paths (also inside the distill options) as text
     for private in ("cache_dir", "settings", "out", "command"):
         recipe.pop(private, None)
     training: dict[str, Any] = {
@@ -238,7 +235,7 @@ def save(
     }
     if distilled is not None:
         training["distilled"] = distilled
-    if disjoint is not None:  # the collections and options of `polyglot train --disjoint`
+    if disjoint is not None:  # the collections and options of `polyglot train tower --disjoint`
         training["disjoint"] = disjoint
     if result.dev is not None:
         training["dev"] = result.dev.report

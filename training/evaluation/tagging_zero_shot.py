@@ -1,5 +1,5 @@
 """Zero-shot ImageNet label check of the tagger: Babel-ImageNet labels as target vocabularies, the image's top-5
-ImageNet classes as English source tags (``--imagenet-labels`` of :mod:`training.tagging_eval`)."""
+ImageNet classes as English source tags (``--imagenet-labels`` of :mod:`training.evaluation.tagging_eval`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from indexer.tagging.ranking import assign_tags
 from indexer.tagging.source_tags import clean_class_name
 from indexer.tagging.text import normalise_text
 from indexer.tower import TextEmbedder
-from training.tagging_methods import WEIGHTINGS
+from training.evaluation.tagging_methods import WEIGHTINGS
 
 
 def imagenet_check(

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from indexer.encoders.base import ImageEncoder, TextEncoder
-from training.data import CaptionDataset, DatasetError, load_dataset
-from training.features import image_features, text_embeddings
+from training.data.dataset import CaptionDataset, DatasetError, load_dataset
+from training.data.features import image_features, text_embeddings
 
 
 @dataclass

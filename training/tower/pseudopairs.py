@@ -30,9 +30,9 @@ from indexer.atomic import atomic_write_json
 from indexer.encoders import build_text_encoder
 from indexer.settings import Settings
 from indexer.tower import TextTower
-from training.collections import link_images, write_lines
-from training.data import CaptionDataset, DatasetError, load_dataset, read_split
-from training.features import text_embeddings
+from training.data.collections import link_images, write_lines
+from training.data.dataset import CaptionDataset, DatasetError, load_dataset, read_split
+from training.data.features import text_embeddings
 
 FILTERS = ("all", "top25", "drop-bottom25")
 TOP = 150

@@ -20,7 +20,7 @@ from indexer.encoders.base import TextEncoder
 from indexer.encoders.hybrid import HybridTextEncoder
 from indexer.sentence_cache import cached_sentences
 from indexer.unit import unit_rows
-from training.data import CaptionDataset
+from training.data.dataset import CaptionDataset
 
 
 def parallel_pairs(dataset: CaptionDataset, lang: str, pivot: str = "en") -> list[tuple[str, str]]:

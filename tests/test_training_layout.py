@@ -1,0 +1,40 @@
+"""``training/`` by family: the shared packages (data, losses, evaluation, the schedule) import no family, and a
+family imports no other family (but the tower's training space, which SMALR and the Translator reuse)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TRAINING = Path(__file__).resolve().parents[1] / "training"
+SHARED = {"data", "losses", "evaluation", "schedule"}
+FAMILIES = {"tower", "student", "align", "smalr", "translator", "clc"}
+REUSED = {"training.tower.space"}  # the space a tower is trained in: also SMALR's and the Translator's
+
+
+def imports() -> list[tuple[str, str, str]]:
+    found = []
+    for path in TRAINING.rglob("*.py"):
+        parts = path.relative_to(TRAINING).with_suffix("").parts
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("training."):
+                found.append((parts[0], node.module.split(".")[1], node.module))
+    return found
+
+
+def test_training_holds_packages_by_family_and_one_schedule() -> None:
+    top = {p.stem for p in TRAINING.glob("*.py")} | {p.name for p in TRAINING.iterdir() if p.is_dir()}
+    assert top - {"__init__", "__pycache__"} == SHARED | FAMILIES
+
+
+def test_shared_packages_import_no_family_and_families_not_each_other() -> None:
+    found = imports()
+    assert found, "no training imports found"
+    for source, target, module in found:
+        if source == target:
+            continue
+        assert target in SHARED | FAMILIES, module
+        if source in SHARED:
+            assert target in SHARED, f"training.{source} imports {module}"
+        elif target in FAMILIES:
+            assert module in REUSED, f"training.{source} imports {module}"
