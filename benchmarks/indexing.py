@@ -8,7 +8,9 @@ Run from the repository root (results go to benchmarks/indexing.md)::
         --backends onnx --decodes reduced full --skip-open --out benchmarks/indexing-12mpx.md
 
 * indexing: ``ImageIndex.add_paths`` on ``--sample`` photos into a fresh index with a fresh (empty) features
-  cache: read + sha256 + decode + preprocess + CNN + SQL + FAISS, i.e. what ``polyglot index add`` does;
+  cache: read + sha256 + decode + preprocess + CNN + SQL + FAISS, i.e. what ``polyglot index add`` does; photos/s
+  and the CPU seconds of the whole process per photo (load-independent: ``2 / cpu_s`` is what two idle cores
+  reach), with the load average before and after;
 * decode+preprocess only: ``decode_image`` + the encoder's resize/crop/normalise on the same photos;
 * model only: the CNN on random tensors of the same batch size;
 * size: FAISS file and SQLite file per image;
@@ -48,6 +50,7 @@ def settings_for(
     cache_dir: Path | None = None,
     backend: str = "auto",
     decode: str = "reduced",
+    workers: int | None = None,
 ) -> Settings:
     return Settings(
         decode_full_size=decode == "full",
@@ -58,24 +61,36 @@ def settings_for(
         image_encoder=encoder,
         encoder_backend=backend,  # type: ignore[arg-type]
         batch_size=batch_size,
+        **({"indexing_workers": workers} if workers else {}),
     )
 
 
-def bench_encoder(name: str, photos: list[Path], batch_size: int, backend: str, decode: str) -> dict[str, Any]:
+def bench_encoder(
+    name: str, photos: list[Path], batch_size: int, backend: str, decode: str, workers: int | None = None
+) -> dict[str, Any]:
     result: dict[str, Any] = {"encoder": name, "images": len(photos), "batch_size": batch_size, "decode": decode}
     root = Path(tempfile.mkdtemp(prefix="bench-index-"))
     try:
-        settings = settings_for(root, name, batch_size, backend=backend, decode=decode)
+        settings = settings_for(root, name, batch_size, backend=backend, decode=decode, workers=workers)
         index = ImageIndex.open(settings, image_space=ImageSpace("l2"))
         encoder: Any = index.encoder
         result["backend"] = getattr(encoder, "backend", "torch")
         encoder.load()  # model loading is a one-off cost, not throughput
-        encoder.predict([decode_image(photos[0].read_bytes())])  # warm-up (oneDNN kernels)
-        start = time.perf_counter()
+        warm = [encoder.prepare(decode_image(photos[0].read_bytes()))]
+        encoder.predict_prepared(warm)  # warm-up (oneDNN kernels)
+        if getattr(encoder, "per_call_threads", False):
+            encoder.predict_prepared(warm, threads=1)  # the indexing workers' one-thread session: opened once
+        load_before = os.getloadavg()[0]
+        start, cpu = time.perf_counter(), time.process_time()
         report = index.add_paths(photos, progress=False)
         elapsed = time.perf_counter() - start
         assert report.added == len(photos), report
         result["index_images_per_s"] = len(photos) / elapsed
+        # CPU seconds of the whole process (every thread) per photo: what a photo costs, whatever else runs
+        # on the machine; 2 / this is what two idle cores could index.
+        result["index_cpu_s_per_image"] = (time.process_time() - cpu) / len(photos)
+        result["index_workers"] = index._ingest.workers()
+        result["load_average_1min"] = [load_before, os.getloadavg()[0]]
         faiss_bytes = (root / "index" / "vectors.faiss").stat().st_size
         sqlite_bytes = sum(p.stat().st_size for p in (root / "index").glob("metadata.sqlite*"))
         result["faiss_bytes_per_image"] = faiss_bytes / len(photos)
@@ -84,20 +99,22 @@ def bench_encoder(name: str, photos: list[Path], batch_size: int, backend: str, 
         index.close()
 
         side = None if decode == "full" else index._ingest.decode_side()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for path in photos:
             encoder.prepare(decode_image(path.read_bytes(), min_side=side))
         result["decode_preprocess_images_per_s"] = len(photos) / (time.perf_counter() - start)
+        result["decode_preprocess_cpu_s_per_image"] = (time.process_time() - cpu) / len(photos)
 
         # The ceiling: the network alone on ready pixels, same batch size, same session and threads.
         size = encoder.input_size
         batch = list(np.random.default_rng(0).standard_normal((batch_size, 3, size, size), dtype=np.float32))
         batches = max(1, len(photos) // batch_size)
         encoder.predict_prepared(batch)  # warm-up
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for _ in range(batches):
             encoder.predict_prepared(batch)
         result["model_images_per_s"] = batches * batch_size / (time.perf_counter() - start)
+        result["model_cpu_s_per_image"] = (time.process_time() - cpu) / (batches * batch_size)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return result
@@ -149,6 +166,10 @@ def bench_open(name: str, photos: list[Path], batch_size: int, cache_dir: Path, 
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _ms(seconds: float | None) -> str:
+    return f"{seconds * 1000:.1f}" if seconds else "–"
+
+
 def markdown(results: list[dict[str, Any]], opened: dict[str, Any] | None, command: str, load_start: float) -> str:
     import onnxruntime
 
@@ -161,15 +182,21 @@ def markdown(results: list[dict[str, Any]], opened: dict[str, Any] | None, comma
         f"(1 min) {load_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs. When the load exceeds the CPU count, other jobs shared "
         "the cores during the run: absolute numbers are then pessimistic and the ratios more telling.",
         "",
-        "| encoder | backend | decode | images | batch | indexing img/s (decode incl.) | decode+preprocess img/s "
-        "| model-only img/s | FAISS bytes/img | SQLite bytes/img | memory bytes/img |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| encoder | backend | decode | images | batch | workers | indexing img/s (decode incl.) | indexing CPU ms/img "
+        "| 2 / CPU s: img/s two idle cores reach | load avg during | decode+preprocess img/s (CPU ms/img) "
+        "| model-only img/s (CPU ms/img) | FAISS bytes/img | SQLite bytes/img | memory bytes/img |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
+        cpu = r.get("index_cpu_s_per_image")
+        load = r.get("load_average_1min")
         lines.append(
             f"| {r['encoder']} | {r['backend']} | {r.get('decode', 'full')} | {r['images']} | {r['batch_size']} "
-            f"| {r['index_images_per_s']:.1f} "
-            f"| {r['decode_preprocess_images_per_s']:.1f} | {r['model_images_per_s']:.1f} "
+            f"| {r.get('index_workers', 1)} | {r['index_images_per_s']:.1f} "
+            f"| {_ms(cpu)} | {f'{2 / cpu:.0f}' if cpu else '–'} "
+            f"| {f'{load[0]:.1f}–{load[1]:.1f}' if load else '–'} "
+            f"| {r['decode_preprocess_images_per_s']:.1f} ({_ms(r.get('decode_preprocess_cpu_s_per_image'))}) "
+            f"| {r['model_images_per_s']:.1f} ({_ms(r.get('model_cpu_s_per_image'))}) "
             f"| {r['faiss_bytes_per_image']:.0f} | {r['sqlite_bytes_per_image']:.0f} | {r['memory_bytes_per_image']:.0f} |"
         )
     if opened:
@@ -205,6 +232,12 @@ def main() -> None:
         help="Decode at the encoder's size (default since issue 27) and/or at full size (POLYGLOT_DECODE_FULL_SIZE).",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="POLYGLOT_INDEXING_WORKERS (default: one per core for the ONNX encoder, else one).",
+    )
+    parser.add_argument(
         "--repeats",
         type=int,
         default=1,
@@ -230,7 +263,7 @@ def main() -> None:
             for backend in args.backends:
                 for decode in [d for _ in range(args.repeats) for d in args.decodes]:
                     print(f"benchmarking {name} ({backend}, {decode} decode) on {len(sample)} photos …", flush=True)
-                    results.append(bench_encoder(name, sample, args.batch_size, backend, decode))
+                    results.append(bench_encoder(name, sample, args.batch_size, backend, decode, args.workers))
                     print(json.dumps(results[-1]), flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -241,7 +274,9 @@ def main() -> None:
         print(json.dumps(opened), flush=True)
     command = ".venv/bin/python benchmarks/indexing.py " + " ".join(sys.argv[1:])
     args.out.write_text(markdown(results, opened, command.strip(), load_start), encoding="utf-8")
-    print(f"wrote {args.out}")
+    raw = {"command": command.strip(), "load_average_1min_start": load_start, "encoders": results, "open": opened}
+    args.out.with_suffix(".json").write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
 
 
 if __name__ == "__main__":

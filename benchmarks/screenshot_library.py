@@ -96,7 +96,7 @@ def main() -> None:
             query = f"?q={args.query}&lang={args.lang}&after=2024-01-01&sort=date"
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page = browser.new_page(viewport={"width": 1280, "height": 900}, bypass_csp=True)
                 page.goto(url + "/" + query + "&cutoff=auto")
                 page.wait_for_selector(".card")
                 page.wait_for_function("[...document.querySelectorAll('.card img')].every(i => i.complete)")
@@ -108,7 +108,7 @@ def main() -> None:
                 page.wait_for_function("document.getElementById('detail-tags').textContent.length > 0")
                 page.wait_for_function("document.getElementById('detail-image').complete")
                 shoot(page, args.out_dir / "screenshot-library-detail.jpg")
-                phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
+                phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2, bypass_csp=True)
                 phone.goto(url + "/" + query + "&cutoff=auto")
                 phone.wait_for_selector(".card")
                 phone.wait_for_function(

@@ -10,6 +10,7 @@ restricted to (:mod:`indexer.store.filtered`).
   Photos without a capture time never pass a date filter.
 * ``folder``: an absolute path keeps the photos in that folder and below it; anything else is a folder name
   (or a relative sub-path) matched as whole path components anywhere: ``Lisbon`` finds ``…/2024/Lisbon/…``.
+  Case-sensitive, as paths are on Linux (``lisbon`` does not find ``Lisbon``), on SQLite and PostgreSQL alike.
 * ``near``: ``lat,lon,km``: photos whose GPS position is within ``km`` kilometres (great-circle distance).
 """
 

@@ -98,6 +98,13 @@ class IndexSettings(BaseSettings):
         description="Decode photos at full size while indexing. Default: at the reduced size the encoder needs "
         "(JPEG DCT scaling, integer reduce for other formats; ~7x faster on 12-Mpx photos, benchmarks/indexing.md).",
     )
+    indexing_workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="Threads that read, decode and encode photos side by side while indexing. Default: one per CPU "
+        "core for the ONNX image encoder (each runs the network on one thread), else one.",
+    )
     index_thumbnails: bool = Field(
         default=True, description="Write each photo's thumbnail while indexing, from the same reduced decode."
     )

@@ -13,7 +13,9 @@ or a copy writes a file in many steps; a half-written file is never indexed twic
 Every batch goes through the index's own crash-safe writes (one SQL transaction per batch, vectors persisted
 atomically), so a watcher killed at any point leaves an index that ``open`` reconciles; on start it first
 catches up with what changed while it was not running (:meth:`FolderWatcher.sync`: new files added, rows of
-vanished files removed).
+vanished files removed). That catch-up reads only new and changed files: a file whose size and modification
+time are those the watcher recorded when it last indexed it (:mod:`indexer.file_stamps`), and whose row still
+has the content hash it had then, is not read again.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from indexer.image_index import ImageIndex
+from indexer.file_stamps import FileStamps, Stamp
+from indexer.image_index import AddReport, ImageIndex
 from indexer.image_sources import expand_sources
 from indexer.images import is_image_path
 from indexer.store.locks import IndexBusyError
@@ -41,6 +44,8 @@ class SyncReport:
     added: int = 0
     removed: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    found: int = 0  # catch-up (sync): image files in the folders …
+    read: int = 0  # … and how many of them were read (new or changed since the watcher last saw them)
 
     def __bool__(self) -> bool:
         return bool(self.added or self.removed or self.failed)
@@ -93,6 +98,8 @@ class FolderWatcher:
         self._observer: Observer | None = None  # type: ignore[valid-type]
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._stamps = FileStamps(index.folder)
+        self.caught_up: SyncReport | None = None  # the last catch-up's report (`polyglot index watch` prints it)
 
     # ------------------------------------------------------------------ running
     def start(self, *, catch_up: bool = True, background: bool = False) -> FolderWatcher:
@@ -118,6 +125,7 @@ class FolderWatcher:
             self._observer.join(timeout=10)
         if self._thread is not None:
             self._thread.join(timeout=60)
+        self._stamps.close()
 
     def __enter__(self) -> FolderWatcher:
         return self.start()
@@ -169,8 +177,11 @@ class FolderWatcher:
         report = SyncReport()
         if doomed:
             report.removed = self.index.remove(sorted(set(doomed)))
+        self._stamps.forget(str(path) for path in gone)
+        for folder in gone:
+            self._stamps.forget_under(str(folder))
         if present:
-            added = self.index.add_paths(sorted(set(present)), progress=False)
+            added = self._add({path: _stamp(path) for path in present})
             report.added, report.failed = added.added, added.failed
         if report:
             log.info(
@@ -182,21 +193,62 @@ class FolderWatcher:
         return report
 
     def sync(self) -> SyncReport:
-        """Catch up: add new and changed files of the folders, remove rows of files that are gone."""
+        """Catch up: add new and changed files of the folders, remove rows of files that are gone. Files the
+        stamps say are unchanged are not read (module docstring)."""
         report = SyncReport()
         files = expand_sources(self.folders).paths
         existing = {str(path) for path in files}
-        doomed = [
-            id_
+        vanished = [
+            (id_, path)
             for folder in self.folders
             for id_, path in self.index.store.paths_under(str(folder))
             if path not in existing
         ]
+        doomed = [id_ for id_, _ in vanished]
         if doomed:
             report.removed = self.index.remove(doomed)
-        if files:
-            added = self.index.add_paths(files, progress=False)
+            self._stamps.forget(path for _, path in vanished)
+        todo = self._new_or_changed(files)
+        report.found, report.read = len(files), len(todo)
+        if todo:
+            added = self._add(todo)
             report.added, report.failed = added.added, added.failed
         if report and self.on_change is not None:
             self.on_change(report, doomed)
+        self.caught_up = report
         return report
+
+    def _new_or_changed(self, files: Sequence[Path]) -> dict[Path, Stamp | None]:
+        """The files to read, with their stamps taken now: those without a stamp, whose size or modification
+        time differ from it, or whose row is gone or holds another content hash than the stamp's."""
+        names = [str(path) for path in files]
+        stamps = self._stamps.get_many(names)
+        rows = self.index.store.by_paths(names)
+        todo: dict[Path, Stamp | None] = {}
+        for path, name in zip(files, names, strict=True):
+            stamp = _stamp(path)
+            known, row = stamps.get(name), rows.get(name)
+            if stamp is not None and known is not None and row is not None and known == (stamp, row[1]):
+                continue
+            todo[path] = stamp
+        return todo
+
+    def _add(self, todo: dict[Path, Stamp | None]) -> AddReport:
+        """``add_paths`` on the files, then their stamps (taken before they were read) with the hashes indexed."""
+        report = self.index.add_paths(sorted(todo), progress=False)
+        rows = self.index.store.by_paths([str(path) for path in todo])
+        self._stamps.put_many(
+            {
+                str(path): (stamp, rows[str(path)][1])
+                for path, stamp in todo.items()
+                if stamp is not None and str(path) in rows
+            }
+        )
+        return report
+
+
+def _stamp(path: Path) -> Stamp | None:
+    try:
+        return Stamp.of(path.stat())
+    except OSError:  # gone or unreadable: add_paths reports it
+        return None

@@ -60,3 +60,6 @@ def test_onnx_matches_torch(models_dir: Path) -> None:
     np.testing.assert_allclose(onnx.predict(images[1:2])[0], got[1], atol=1e-4 * np.abs(got).max())
     prepared = [onnx.prepare(image) for image in images]
     np.testing.assert_array_equal(onnx.predict_prepared(prepared), got)
+    # The indexer's workers run calls on a one-thread session of their own: the same features.
+    assert onnx.per_call_threads
+    np.testing.assert_allclose(onnx.predict_prepared(prepared, threads=1), got, atol=1e-5 * np.abs(got).max())

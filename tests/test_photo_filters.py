@@ -171,6 +171,22 @@ def _store_filters(store: MetadataStore) -> None:
     assert store.filtered_ids(PhotoFilter(folder="/p/a%b")).tolist() == []  # wildcards are literal
     assert store.filtered_ids(PhotoFilter.parse("2024-01-02", "2024-01-03")).tolist() == ids[1:3]
     assert store.filtered_ids(PhotoFilter.parse(near=f"{PORTO[0]},{PORTO[1]},1")).tolist() == [ids[4]]
+    # Paths are case-sensitive on Linux, and the filter is too, on both stores, by name or by absolute path
+    # (SQLite's LIKE would fold ASCII case, PostgreSQL's does not); wildcard characters match only themselves.
+    more = [
+        NewImage(f"/p/{folder}/x.jpg", f"{i + 100:064x}", 4, 3, 10, folder=f"/p/{folder}")
+        for i, folder in enumerate(["y/lisbon", "y/LISBON", "Läden", "läden", "a*b", "axb", "q?", "[x]"])
+    ]
+    extra = [r.id for r in store.insert(more)]
+    assert store.filtered_ids(PhotoFilter(folder="Lisbon")).tolist() == [ids[0], ids[1], ids[3]]
+    assert store.filtered_ids(PhotoFilter(folder="lisbon")).tolist() == [extra[0]]
+    assert store.filtered_ids(PhotoFilter(folder="/p/y/LISBON")).tolist() == [extra[1]]
+    assert store.filtered_ids(PhotoFilter(folder="/p/LISBON")).tolist() == []
+    assert store.filtered_ids(PhotoFilter(folder="läden")).tolist() == [extra[3]]
+    assert store.filtered_ids(PhotoFilter(folder="a*b")).tolist() == [extra[4]]
+    assert store.filtered_ids(PhotoFilter(folder="a_b")).tolist() == [ids[5]]
+    assert store.filtered_ids(PhotoFilter(folder="q?")).tolist() == [extra[6]]
+    assert store.filtered_ids(PhotoFilter(folder="[x]")).tolist() == [extra[7]]
 
 
 def test_filtered_ids_sqlite(tmp_path: Path) -> None:

@@ -4,12 +4,15 @@ EXIF dates, places and cameras stored with the row (migrated in place on SQLite 
 from __future__ import annotations
 
 import io
+import threading
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from conftest import FakeImageEncoder
+from conftest import FakeImageEncoder, write_random_images
 from photo_samples import avif, dng, heic, jpeg, picture, png_alpha, write
 from PIL import Image
 from sqlalchemy import create_engine, text
@@ -87,6 +90,53 @@ def test_indexing_decodes_reduced_stores_the_real_size_and_writes_the_thumbnail(
     assert (record.width, record.height) == (1536, 2048)  # the photo's own size, not the decode's
     thumb = thumbnail_path(tmp_settings.resolved_cache_dir, record.sha256, tmp_settings.index.thumbnail_size)
     assert Image.open(thumb).size == (192, 256)  # from the same (reduced) decode, no second full decode
+
+
+class OneThreadPerCallEncoder(FakeImageEncoder):
+    """The fake CNN as the ONNX encoder declares itself: a call can be run on one thread of its own."""
+
+    per_call_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(delay=0.01)
+        self.lock = threading.Lock()
+        self.calls_by: list[tuple[str, int | None]] = []
+
+    def _predict_prepared_on(self, prepared: Sequence[Any], threads: int) -> np.ndarray:
+        with self.lock:
+            self.calls_by.append((threading.current_thread().name, threads))
+        return self._predict_prepared(prepared)
+
+
+def test_indexing_runs_one_single_threaded_worker_per_core_each_decoding_and_encoding_its_batch(
+    tmp_settings: Settings, tmp_path: Path
+) -> None:
+    """Issue 27's throughput: with an encoder that runs a call on one thread, several workers each read, decode
+    and encode a batch of their own (threads=1); rows, vectors and the report are those of one worker."""
+    photos = write_random_images(tmp_path / "photos", 14, size=(64, 48))
+    parallel = OneThreadPerCallEncoder()
+    settings = tmp_settings.model_copy(update={"indexing_workers": 3, "batch_size": 2})
+    with ImageIndex.open(settings, encoder=parallel, image_space=ImageSpace("l2")) as index:
+        assert index._ingest.workers() == 3
+        report = index.add_paths([*photos, tmp_path / "photos" / "missing.jpg"], progress=False)
+        got = {Path(r.path).name: index.vector(r.id) for r in index.list(limit=100)}
+        ids = [r.id for r in index.list(limit=100)]
+    assert (report.added, len(report.failed)) == (14, 1)
+    assert ids == sorted(ids) and [name for name in got] == sorted(p.name for p in photos)  # rows in path order
+    assert len(parallel.calls_by) == 7 and {threads for _, threads in parallel.calls_by} == {1}
+    assert all(name.startswith("index-decode") for name, _ in parallel.calls_by)  # encoded where decoded
+    assert len({name for name, _ in parallel.calls_by}) > 1  # by several workers side by side
+
+    one = tmp_settings.model_copy(
+        update={"indexing_workers": 1, "index_dir": tmp_path / "one", "cache_dir": tmp_path / "c1"}
+    )
+    serial = FakeImageEncoder(delay=0)
+    with ImageIndex.open(one, encoder=serial, image_space=ImageSpace("l2")) as index:
+        assert index._ingest.workers() == 1
+        index.add_paths(photos, progress=False)
+        expected = {Path(r.path).name: index.vector(r.id) for r in index.list(limit=100)}
+    for name, vector in expected.items():
+        np.testing.assert_array_equal(got[name], vector)
 
 
 @pytest.mark.slow

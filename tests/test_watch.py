@@ -4,6 +4,7 @@ within seconds, through the watcher (inotify via watchdog), `polyglot index watc
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -88,6 +89,44 @@ def test_catch_up_removes_what_vanished_while_nobody_watched(
         assert set(_names(index)) == {"keep.jpg", "new.jpg", "other.jpg"}  # outside the folder: left alone
 
 
+def test_a_second_start_reads_only_new_and_changed_files(
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Start-up reconciles by (path, size, mtime): unchanged files are not read or hashed again."""
+    from indexer.store import ingest
+
+    hashed: list[int] = []
+    real_hash = ingest.content_hash
+    monkeypatch.setattr(ingest, "content_hash", lambda data: hashed.append(len(data)) or real_hash(data))
+    folder = tmp_path / "watched"
+    photos = [write(folder / ("sub" if n % 2 else ""), f"p{n}.jpg", jpeg(seed=n)) for n in range(6)]
+
+    def start() -> tuple[int, int, int]:
+        hashed.clear()
+        with FolderWatcher(index, [folder], settle=0.2) as watcher:
+            report = watcher.sync()  # (start() caught up already: this second pass finds nothing either)
+            assert not report
+        return len(hashed), len(index), len(_names(index))
+
+    with ImageIndex.open(tmp_settings, encoder=fake_encoder, image_space=ImageSpace("l2")) as index:
+        assert start() == (6, 6, 6)  # the first start reads every file
+        assert start() == (0, 6, 6)  # nothing changed: nothing read
+        write(folder, "p0.jpg", jpeg(seed=40))  # edited (same path, new content)
+        write(folder, "new.jpg", jpeg(seed=41))  # added
+        photos[2].touch()  # modification time changed, same bytes: read, found unchanged
+        os.truncate(photos[4], photos[4].stat().st_size)  # rewritten with the same size … (mtime moves)
+        encoded = fake_encoder.encoded
+        assert start() == (4, 7, 7)
+        assert fake_encoder.encoded - encoded == 2  # only the edited and the new file are encoded
+        assert start() == (0, 7, 7)
+        index.remove([r.id for r in index.list(limit=100) if r.path.endswith("p1.jpg")])  # a row removed by hand
+        assert start() == (1, 7, 7)  # its stamp no longer has a row: read and indexed again
+        report = FolderWatcher(index, [folder]).sync()
+        assert (report.found, report.read) == (7, 0)
+        (folder / "sub" / "p3.jpg").unlink()
+        assert start() == (0, 6, 6)  # a file gone: removed, nothing read
+
+
 def test_serve_watch_keeps_the_service_in_sync(
     service_settings: ServiceSettings,  # noqa: F811
     tmp_path: Path,
@@ -107,6 +146,48 @@ def test_serve_watch_keeps_the_service_in_sync(
         first.unlink()
         eventually(lambda: names() == {"second.jpg"})
         assert seconds < 5
+
+
+def test_serve_watch_starts_through_the_catch_up_reading_only_what_changed(
+    service_settings: ServiceSettings,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``serve --images DIR --watch`` indexes the folder on start through the watcher's catch-up: a restart reads
+    only new and changed photos (before, every photo was read and hashed again by ``index add``)."""
+    from app.cli import serve_cmd
+    from indexer.store import ingest
+
+    hashed: list[int] = []
+    real_hash = ingest.content_hash
+    monkeypatch.setattr(ingest, "content_hash", lambda data: hashed.append(len(data)) or real_hash(data))
+    real_open = ImageIndex.open.__func__  # type: ignore[attr-defined]
+    encoder = FakeImageEncoder(delay=0)
+    monkeypatch.setattr(
+        ImageIndex,
+        "open",
+        classmethod(
+            lambda cls, settings, **_: real_open(
+                cls, settings, encoder=encoder, image_space=ImageSpace("l2"), create=True
+            )
+        ),
+    )
+    folder = tmp_path / "served"
+    for n in range(3):
+        write(folder, f"p{n}.jpg", jpeg(seed=n))
+
+    def start() -> int:
+        hashed.clear()
+        serve_cmd.index_collection(service_settings, serve_cmd.folder_collection(folder), None, True, watched=folder)
+        return len(hashed)
+
+    assert start() == 3
+    assert start() == 0
+    write(folder, "p3.jpg", jpeg(seed=3))
+    (folder / "p0.jpg").unlink()
+    assert start() == 1
+    with ImageIndex.open(service_settings) as index:
+        assert set(_names(index)) == {"p1.jpg", "p2.jpg", "p3.jpg"}
 
 
 def test_index_watch_refuses_a_missing_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -102,6 +102,41 @@ def test_url_state_filters_detail_view_and_back_button(live_server: str, pages) 
     assert "similar" in _query(page) and "q" not in _query(page)
 
 
+def test_the_same_search_again_adds_no_history_entry(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
+    page = pages()
+    page.goto(live_server + "/?q=a+photo&lang=en")
+    page.wait_for_selector(".card")
+    page.fill("#folder", "Lisbon")
+    page.locator("#folder").press("Enter")  # the filter changed and the form submitted: one new entry
+    page.wait_for_function("location.search.includes('folder=Lisbon')")
+    page.locator("#query").press("Enter")  # the same search again: no new entry
+    page.wait_for_function("document.querySelectorAll('.card').length === 10")
+    page.go_back()  # one step back is the search before the filter, not a copy of this one
+    page.wait_for_function("!location.search.includes('folder=')")
+    page.wait_for_function("document.getElementById('folder').value === ''")
+
+
+def test_place_filter_from_the_url_and_from_a_photo(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
+    page = pages()
+    page.goto(live_server + "/?q=a+photo&lang=en&near=38.72,-9.14,5")  # a shared link with a place
+    page.wait_for_selector(".card")
+    assert page.input_value("#near") == "38.72,-9.14,5"
+    assert page.locator(".card").count() == 10 and "10 match the filters" in page.inner_text("#status")
+    page.goto(live_server + "/?q=a+photo&lang=en&after=2024-01-01")
+    page.wait_for_selector(".card")
+    assert page.locator(".card").count() == 15
+    # From a photo taken in Lisbon: "photos within 5 km" sets the place filter and searches again.
+    page.locator(".card:has(img[alt='photo03.jpg'])").click()  # 2024, Lisbon
+    page.wait_for_selector("#detail-nearby")
+    page.click("#detail-nearby")
+    page.wait_for_function("location.search.includes('near=38.72230%2C-9.13930%2C5')")
+    page.wait_for_function("document.getElementById('status').textContent.includes('5 match the filters')")
+    assert page.evaluate("!document.getElementById('detail').open") and "photo" not in _query(page)
+    assert _query(page)["after"] == ["2024-01-01"]  # the other filters stay
+    page.go_back()
+    page.wait_for_function("!location.search.includes('near=')")
+
+
 def test_infinite_scroll_loads_the_next_page(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
     page = pages(1100, 700)
     page.goto(live_server + "/?q=a+photo&lang=en")
@@ -119,7 +154,9 @@ def test_phone_layout(live_server: str, pages) -> None:  # type: ignore[no-untyp
     page.goto(live_server + "/?q=a+photo&lang=en")
     page.wait_for_selector(".card")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing wider than the screen
-    columns = page.evaluate("getComputedStyle(document.getElementById('results')).gridTemplateColumns.split(' ').length")
+    columns = page.evaluate(
+        "getComputedStyle(document.getElementById('results')).gridTemplateColumns.split(' ').length"
+    )
     assert columns == 2
     page.locator(".card").first.click()
     page.wait_for_selector("#detail-facts dt")

@@ -194,8 +194,10 @@ def watch(
     settle: float = typer.Option(1.0, min=0.05, max=600, help="Seconds of quiet before changes are applied."),
 ) -> None:
     """Index the folders, then keep the index in sync as photos are added, changed, moved or deleted (until
-    Ctrl-C). Each batch of changes is committed like `index add`: stopping it at any point loses nothing."""
-    import time
+    Ctrl-C or SIGTERM). Each batch of changes is committed like `index add`: stopping it at any point loses
+    nothing."""
+    import signal
+    import threading
 
     from indexer.watch import FolderWatcher, SyncReport
 
@@ -213,12 +215,24 @@ def watch(
         watcher = FolderWatcher(index, folders, settle=settle, on_change=show)
         console.print(f"catching up with {', '.join(map(str, watcher.folders))} …", highlight=False)
         watcher.start()
+        if watcher.caught_up is not None:
+            caught_up = watcher.caught_up
+            console.print(
+                f"{caught_up.found} photos, {caught_up.read} read (new or changed since the last watch), "
+                f"the others unchanged",
+                highlight=False,
+            )
         console.print("watching for changes (Ctrl-C to stop)")
+        # SIGTERM (docker stop, systemd) stops it like Ctrl-C: the batch being applied is finished first.
+        stopping = threading.Event()
+        previous = signal.signal(signal.SIGTERM, lambda *_: stopping.set())
         try:
-            while True:
-                time.sleep(3600)
+            while not stopping.wait(3600):
+                pass
         finally:
+            signal.signal(signal.SIGTERM, previous)
             watcher.stop()
+            console.print("stopped")
 
 
 @app.command("duplicates")

@@ -91,7 +91,12 @@ def caption_rows(collection: Collection, captions: Path) -> list[Caption]:
     return rows
 
 
-def index_collection(settings: ServiceSettings, collection: Collection, captions: Path | None, quiet: bool) -> None:
+def index_collection(
+    settings: ServiceSettings, collection: Collection, captions: Path | None, quiet: bool, watched: Path | None = None
+) -> None:
+    """Index the collection's photos (then its captions). ``watched`` (``serve --watch``): the folder's catch-up
+    instead, which reads only the photos that are new or changed since the watcher last saw them (and drops the
+    rows of vanished ones), as the service's watcher would on start."""
     from tqdm.auto import tqdm
 
     from app.cli.captions_cmd import load_embedder
@@ -101,7 +106,20 @@ def index_collection(settings: ServiceSettings, collection: Collection, captions
     try:
         # A new tower may expect another image space: re-derive the vectors (cached features) instead of refusing.
         with ImageIndex.open(settings, create=True, rebuild_if_stale=True) as index:
-            if collection.paths:
+            if watched is not None:
+                from indexer.watch import FolderWatcher
+
+                watcher = FolderWatcher(index, [watched])
+                try:
+                    caught_up = watcher.sync()
+                finally:
+                    watcher.stop()
+                console.print(
+                    f"{collection.name}: {caught_up.found} photos, {caught_up.read} read (new or changed), added "
+                    f"{caught_up.added}, removed {caught_up.removed}, failed {len(caught_up.failed)}; the index "
+                    f"holds {len(index)} images"
+                )
+            elif collection.paths:
                 report = index.add_paths(collection.paths, progress=not quiet)
                 console.print(
                     f"{collection.name}: added {report.added}, unchanged {report.skipped}, "
@@ -184,7 +202,11 @@ def register(cli: typer.Typer) -> None:
                 console.print(f"[red]error:[/] {captions}: no such file", highlight=False)
                 raise typer.Exit(code=2)
             index_collection(
-                settings, collection, captions or settings.service.captions_file or collection.captions, quiet
+                settings,
+                collection,
+                captions or settings.service.captions_file or collection.captions,
+                quiet,
+                watched=folder.resolve() if watch and folder is not None else None,
             )
             if settings.service.images_dir is None and collection.paths:
                 # The served photo folder is the default of POLYGLOT_ALLOWED_ROOTS (admin server paths, serving).

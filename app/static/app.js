@@ -9,6 +9,7 @@ const FILTERS = [  // URL parameter, form field, API parameter
   ["after", "taken-after", "taken_after"],
   ["before", "taken-before", "taken_before"],
   ["folder", "folder", "folder"],
+  ["near", "near", "near"],
   ["sort", "sort", "sort"],
 ];
 
@@ -226,6 +227,16 @@ async function showFacts(id) {
     fact(facts, "Camera", [meta.camera_make, meta.camera_model].filter(Boolean).join(" "));
     if (meta.latitude !== null && meta.longitude !== null) {
       fact(facts, "Place", `${meta.latitude.toFixed(5)}, ${meta.longitude.toFixed(5)}`);
+      const nearby = document.createElement("button");
+      nearby.id = "detail-nearby";
+      nearby.type = "button";
+      nearby.textContent = "photos within 5 km";
+      nearby.onclick = () => {  // the place filter, set from this photo's position
+        $("near").value = `${meta.latitude.toFixed(5)},${meta.longitude.toFixed(5)},5`;
+        $("detail").close();
+        newSearch();
+      };
+      facts.lastElementChild.appendChild(nearby);
     }
     fact(facts, "Folder", meta.folder);
     fact(facts, "Size", `${meta.width} × ${meta.height} px, ${(meta.bytes / 1e6).toFixed(2)} MB`);
@@ -288,7 +299,10 @@ function searchByFile(file) {
 function newSearch() {
   if (state.mode === "image" && state.file) { runSearch(); return; }
   if (!state.mode) return;
-  history.pushState(null, "", pageUrl());
+  // A new history entry only for a new URL: pressing Enter again (or a filter changed back) must not make the
+  // back button step through copies of the page it is on.
+  const url = pageUrl();
+  if (url !== location.search && url !== location.pathname + location.search) history.pushState(null, "", url);
   runSearch();
 }
 

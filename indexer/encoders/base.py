@@ -73,6 +73,10 @@ class ImageEncoder(Encoder):
     """Frozen CNN: ``predict`` gives pooled features (n, dim); ``classify`` maps them to class probabilities."""
 
     dim: int = 0
+    #: ``predict_prepared(..., threads=1)`` runs the call on the calling thread alone: the indexer then runs one
+    #: call per core, each overlapping its own decoding (indexer/store/core.py), instead of one call spread over
+    #: the cores. Encoders that cannot choose threads per call leave it False and get one call at a time.
+    per_call_threads: bool = False
 
     @property
     def decode_side(self) -> int | None:
@@ -106,15 +110,20 @@ class ImageEncoder(Encoder):
         Encoders without such a step return the image."""
         return image
 
-    def predict_prepared(self, prepared: Sequence[Any]) -> np.ndarray:
-        """``predict`` on the outputs of :meth:`prepare`."""
+    def predict_prepared(self, prepared: Sequence[Any], *, threads: int | None = None) -> np.ndarray:
+        """``predict`` on the outputs of :meth:`prepare`; ``threads``: the intra-op threads of this call where the
+        encoder can choose them per call (:attr:`per_call_threads`), else ignored. The features are the same."""
         self._require_loaded()
         if not prepared:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.ascontiguousarray(self._predict_prepared(prepared), dtype=np.float32)
+        computed = self._predict_prepared(prepared) if threads is None else self._predict_prepared_on(prepared, threads)
+        return np.ascontiguousarray(computed, dtype=np.float32)
 
     def _predict_prepared(self, prepared: Sequence[Any]) -> np.ndarray:
         return self._predict(prepared)
+
+    def _predict_prepared_on(self, prepared: Sequence[Any], threads: int) -> np.ndarray:
+        return self._predict_prepared(prepared)
 
     def classify(self, features: np.ndarray) -> np.ndarray:
         """Class probabilities (n, num_classes) from pooled features, via the CNN's own linear head."""

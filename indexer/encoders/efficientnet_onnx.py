@@ -23,6 +23,7 @@ from indexer.export.efficientnet import FEATURES_FILE, HEAD_FILE
 from indexer.export.registry import IMAGE_EXPORTS
 
 _SIZES = {"efficientnet-lite0": 224, "efficientnet-lite2": 260}
+SUB_BATCH = 4  # photos per session call (see the module docstring)
 
 
 class EfficientNetLiteOnnxEncoder(ImageEncoder):
@@ -41,7 +42,10 @@ class EfficientNetLiteOnnxEncoder(ImageEncoder):
         self.device = device
         self.threads = threads
         self.spinning = spinning
+        self.per_call_threads = not device.startswith("cuda")  # a GPU takes one call at a time
         self._session: Any = None
+        self._single_session: Any = None  # one intra-op thread: predict_prepared(..., threads=1), opened on first use
+        self._features_path: Path | None = None
         self._head: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
@@ -50,6 +54,7 @@ class EfficientNetLiteOnnxEncoder(ImageEncoder):
 
     def _load(self) -> None:
         files = verify(self.export, self.models_dir)
+        self._features_path = files[FEATURES_FILE]
         self._session = open_session(
             files[FEATURES_FILE], threads=self.threads, device=self.device, spinning=self.spinning
         )
@@ -63,7 +68,16 @@ class EfficientNetLiteOnnxEncoder(ImageEncoder):
         return self._predict_prepared([self.prepare(image) for image in images])
 
     def _predict_prepared(self, prepared: Sequence[np.ndarray]) -> np.ndarray:
-        return np.asarray(self._session.run(["features"], {"pixels": np.stack(prepared)})[0])
+        return _run(self._session, prepared)
+
+    def _predict_prepared_on(self, prepared: Sequence[np.ndarray], threads: int) -> np.ndarray:
+        if threads != 1 or not self.per_call_threads:
+            return self._predict_prepared(prepared)
+        with self._load_lock:  # (the base class's lock: free once loaded, and rebuilt when unpickled)
+            if self._single_session is None:
+                assert self._features_path is not None
+                self._single_session = open_session(self._features_path, threads=1, device=self.device)
+        return _run(self._single_session, prepared)
 
     def _classify(self, features: np.ndarray) -> np.ndarray:
         assert self._head is not None
@@ -81,3 +95,12 @@ class EfficientNetLiteOnnxEncoder(ImageEncoder):
     @property
     def class_names(self) -> list[str]:
         return imagenet_class_names()
+
+
+def _run(session: Any, prepared: Sequence[np.ndarray]) -> np.ndarray:
+    """Features of ``prepared`` in calls of ``SUB_BATCH`` photos (ONNX Runtime releases the GIL while it runs)."""
+    parts = [
+        session.run(["features"], {"pixels": np.stack(prepared[start : start + SUB_BATCH])})[0]
+        for start in range(0, len(prepared), SUB_BATCH)
+    ]
+    return np.asarray(parts[0] if len(parts) == 1 else np.concatenate(parts))

@@ -342,13 +342,23 @@ def _folder_clause(folder: str, dialect: str) -> Any:
     """An absolute folder: itself and below, as a range of the folder index (``X/`` ≤ folder < ``X0``: "0" follows
     "/" in every collation that sorts by code point, so the B-tree answers it; a LIKE could not use the index on
     SQLite). PostgreSQL compares in the "C" collation for this (a locale collation may ignore the slashes).
-    Otherwise whole path components anywhere (``Lisbon``): a scan of the folder column."""
+    Otherwise whole path components anywhere (``Lisbon``): a scan of the folder column.
+    Case-sensitive on every database, as paths are on Linux: ``lisbon`` is another folder than ``Lisbon``.
+    SQLite's LIKE folds ASCII case (PostgreSQL's does not), so SQLite matches names with GLOB instead."""
     if folder.startswith("/"):
         if folder == "/":
             return ImageRow.folder.startswith("/")
         column: Any = ImageRow.folder.collate("C") if dialect == "postgresql" else ImageRow.folder
         return or_(ImageRow.folder == folder, and_(column >= folder + "/", column < folder + "0"))
-    escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_").strip("/")
+    name = folder.strip("/")
+    if dialect == "sqlite":
+        literal = "".join(f"[{c}]" if c in "*?[" else c for c in name)  # GLOB's wildcards, matched as themselves
+        return or_(
+            ImageRow.folder.op("GLOB")(f"*/{literal}"),
+            ImageRow.folder.op("GLOB")(f"*/{literal}/*"),
+            ImageRow.folder == folder,
+        )
+    escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return or_(
         ImageRow.folder.like(f"%/{escaped}", escape="\\"),
         ImageRow.folder.like(f"%/{escaped}/%", escape="\\"),

@@ -3,7 +3,9 @@
 Per batch of ``POLYGLOT_BATCH_SIZE`` files: read and hash them (unchanged files are skipped), decode each one and
 turn it into the encoder's input at once (no decoded photo waits for the encoder), take cached features or run
 the encoder, put new features in the features cache, insert the rows in one SQL transaction, then add the vectors.
-One worker thread reads and decodes batch i+1 while the encoder runs on batch i. The vectors are persisted every
+With an encoder that runs a call on one thread (the ONNX CNNs), one worker per core reads, decodes and encodes a
+batch of its own and this thread only writes rows and vectors, in order; otherwise one worker reads and decodes
+batch i+1 while the encoder runs on batch i (``POLYGLOT_INDEXING_WORKERS``). The vectors are persisted every
 ``checkpoint_seconds`` and at the end (and on Ctrl-C); on a full disk or a backend outage the rows and vectors
 added since the last save are taken back before the error reaches the caller. An upload is one transaction
 across its file, its row and its vector. Why this order is crash-safe: :mod:`indexer.image_index`.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import os
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +41,15 @@ log = logging.getLogger("indexer.image_index")  # logged under the public class'
 
 __all__ = ["PREFETCH_BATCHES", "PhotoIngest", "Prepared"]
 
-PREFETCH_BATCHES = 1  # batches read and decoded ahead of the encoder (memory: one batch of pixels)
+PREFETCH_BATCHES = 1  # one worker: batches read and decoded ahead of the encoder (memory: one batch of pixels)
+
+
+def available_cores() -> int:
+    """CPUs this process may run on (its affinity mask: a container's or ``taskset``'s limit, not the host's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclass
@@ -79,21 +90,29 @@ class PhotoIngest:
             size = state.settings.index.batch_size
             batches = [unique[start : start + size] for start in range(0, len(unique), size)]
 
+            workers = self.workers()
+
             def read_and_prepare(batch: builtins.list[Path]) -> tuple[FileBatch, Prepared]:
                 files = read_files(batch, existing, meta, state.settings.index.max_file_bytes, refresh)
-                return files, self.prepare(files.items)
+                prepared = self.prepare(files.items)
+                if workers > 1:
+                    self.encode(prepared, threads=1)  # this worker's share of the cores: one
+                return files, prepared
 
-            # One worker reads, hashes, decodes and preprocesses batch i+1 while the encoder runs on batch i: on
-            # this 2-core machine that hides most of the decoding behind inference (benchmarks/indexing.md).
+            # Several workers (one per core: ``workers``): each reads, hashes, decodes and encodes a batch of its own,
+            # so decoding and the network overlap on every core; this thread only writes rows and vectors, in order.
+            # One worker (encoders that take no per-call threads): it reads and decodes batch i+1 while the encoder
+            # runs on batch i here (benchmarks/indexing-12mpx.md).
+            in_flight = workers + 1 if workers > 1 else PREFETCH_BATCHES
             unsaved: builtins.list[int] = []  # ids added since the last save: undone if the next save fails
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-decode") as pool:
-                ahead = [pool.submit(read_and_prepare, batch) for batch in batches[:PREFETCH_BATCHES]]
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="index-decode") as pool:
+                ahead = [pool.submit(read_and_prepare, batch) for batch in batches[:in_flight]]
                 try:
                     with translated(state.folder):
                         for number, batch in enumerate(batches):
                             files, prepared = ahead.pop(0).result()
-                            if number + PREFETCH_BATCHES < len(batches):
-                                ahead.append(pool.submit(read_and_prepare, batches[number + PREFETCH_BATCHES]))
+                            if number + in_flight < len(batches):
+                                ahead.append(pool.submit(read_and_prepare, batches[number + in_flight]))
                             report.failed += files.failed
                             report.skipped += files.skipped
                             if files.updates:
@@ -188,6 +207,31 @@ class PhotoIngest:
                 self._thumbnail(sha, image)
         return prepared
 
+    def encode(self, prepared: Prepared, threads: int | None = None) -> dict[str, np.ndarray]:
+        """The network on the prepared inputs: features into the cache (before any row refers to them) and into
+        ``prepared.features``, whose inputs are dropped. Thread-safe: with several ingest workers each runs it on
+        the batch it decoded, on ``threads`` intra-op threads (:meth:`workers`)."""
+        state = self.state
+        todo = [sha for sha in prepared.inputs if sha not in prepared.features]
+        fresh: dict[str, np.ndarray] = {}
+        if todo:
+            computed = state.loaded_encoder().predict_prepared([prepared.inputs[sha] for sha in todo], threads=threads)
+            fresh = dict(zip(todo, computed, strict=True))
+            state.feature_cache().put_many(fresh)
+            prepared.features.update(fresh)
+        prepared.inputs.clear()  # the pixels of a batch are not kept once encoded
+        return fresh
+
+    def workers(self) -> int:
+        """Threads that read, hash, decode and encode batches side by side in ``add_paths``. One per core when the
+        encoder runs a call on one thread (``per_call_threads``): each worker then keeps one core busy with its own
+        batch, decoding included, at the least CPU per photo (indexer/encoders/efficientnet_onnx.py). Otherwise
+        one, which decodes the next batch while the encoder runs over the cores on this one."""
+        settings = self.state.settings.index
+        if settings.indexing_workers:
+            return settings.indexing_workers
+        return available_cores() if self.state.encoder.per_call_threads else 1
+
     def decode_side(self) -> int | None:
         """The short side photos are decoded down to: the encoder's, and the thumbnail's when it is written from
         the same decode (a 256-px thumbnail needs a short side of at most 256)."""
@@ -212,12 +256,7 @@ class PhotoIngest:
             return []
         state = self.state
         features, broken = dict(prepared.features), prepared.broken
-        todo = [sha for sha in prepared.inputs if sha not in features]
-        if todo:
-            computed = state.loaded_encoder().predict_prepared([prepared.inputs[sha] for sha in todo])
-            fresh = dict(zip(todo, computed, strict=True))
-            state.feature_cache().put_many(fresh)
-            features.update(fresh)
+        features.update(self.encode(prepared))
         good: builtins.list[Item] = []
         for item in items:
             if item.sha256 in broken:
