@@ -32,8 +32,8 @@ import numpy as np
 
 from indexer.query import QueryCache, QueryPipeline, load_models
 from indexer.settings import Settings
-from indexer.store.core import FAISS_NAME
 from indexer.store.sidecar import Sidecar
+from indexer.store.vector_files import FAISS_NAME
 from indexer.store.vectors import VectorIndex
 
 ROOT = Path(__file__).resolve().parents[1]

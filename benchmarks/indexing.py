@@ -89,7 +89,7 @@ def bench_encoder(
         # CPU seconds of the whole process (every thread) per photo: what a photo costs, whatever else runs
         # on the machine; 2 / this is what two idle cores could index.
         result["index_cpu_s_per_image"] = (time.process_time() - cpu) / len(photos)
-        result["index_workers"] = index._ingest_workers() if hasattr(index, "_ingest_workers") else 1
+        result["index_workers"] = index._ingest.workers()
         result["load_average_1min"] = [load_before, os.getloadavg()[0]]
         faiss_bytes = (root / "index" / "vectors.faiss").stat().st_size
         sqlite_bytes = sum(p.stat().st_size for p in (root / "index").glob("metadata.sqlite*"))
@@ -98,7 +98,7 @@ def bench_encoder(
         result["memory_bytes_per_image"] = index.stats()["memory_bytes_per_image"]
         index.close()
 
-        side = None if decode == "full" else index._decode_side()
+        side = None if decode == "full" else index._ingest.decode_side()
         start, cpu = time.perf_counter(), time.process_time()
         for path in photos:
             encoder.prepare(decode_image(path.read_bytes(), min_side=side))

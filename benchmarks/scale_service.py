@@ -30,10 +30,9 @@ import scale_data
 from sqlalchemy import create_engine, insert, text
 
 from indexer.settings import Settings
-from indexer.store.core import DB_NAME
 from indexer.store.index_kinds import MMAP_KIND
 from indexer.store.metadata import ImageRow, MetadataStore, sqlite_url
-from indexer.store.sidecar import Sidecar
+from indexer.store.sidecar import DB_NAME, Sidecar
 from indexer.store.vector_files import MmapBuilder, vector_files
 
 BATCH = 50_000
@@ -98,7 +97,7 @@ def check_writes(folder: Path, image: Path, database_url: str | None) -> dict[st
     began = time.perf_counter()
     with ImageIndex.open(settings, create=False) as index:
         times = {"open_s": time.perf_counter() - began}
-        index._loaded_encoder()  # model loading is start-up work, not the cost of one photo
+        index._state.loaded_encoder()  # model loading is start-up work, not the cost of one photo
         index.remove([i for i, _ in index.store.by_paths([str(image.resolve())]).values()])  # from an earlier run
         times["images"] = len(index)
         began = time.perf_counter()

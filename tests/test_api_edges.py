@@ -108,12 +108,12 @@ KILLED_UPLOAD = textwrap.dedent(
     from pydantic import SecretStr
     from app.main import create_app
     from app.service_settings import ServiceSettings
-    from indexer.store.core import IndexCore
+    from indexer.store.photo_ingest import PhotoIngest
 
     def killed(*args, **kwargs):  # the upload's file is written, its row not committed yet
         os.kill(os.getpid(), signal.SIGKILL)
 
-    IndexCore._ingest = killed
+    PhotoIngest.ingest_batch = killed
     root = Path(os.environ["ROOT"])
     settings = ServiceSettings(home=root / "home", index_dir=root / "index", cache_dir=root / "cache",
                                models_dir=root / "models", image_encoder="fake-grid", api_key=SecretStr(API_KEY))

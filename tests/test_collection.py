@@ -26,7 +26,7 @@ def open_index(settings: Settings, encoder: FakeImageEncoder, **kwargs: object) 
 
 
 def assert_consistent(index: ImageIndex) -> None:
-    faiss_ids = sorted(index._vectors.ids().tolist()) if index._vectors is not None else []
+    faiss_ids = sorted(index._state.vectors.ids().tolist()) if index._state.vectors is not None else []
     assert faiss_ids == index.store.ids()
     assert index.info["count"] == len(faiss_ids)
 
@@ -57,7 +57,8 @@ def test_add_skips_unchanged_and_search_finds_each_image(
             vector = index.vector(record.id)
             assert vector is not None and abs(float(np.linalg.norm(vector)) - 1) < 1e-5
             assert index.search(vector, k=1)[0][0].id == record.id
-            unit, raw = index.embed_image(Image.open(record.path))
+            raw = fake_encoder.predict([Image.open(record.path)])[0]  # the photo through the encoder and space
+            unit = index.image_space.apply(raw)[0]
             np.testing.assert_allclose(unit, vector, atol=1e-5)
             np.testing.assert_allclose(raw, index.raw_features(record.id), atol=1e-6)
         hits = index.search(np.stack([index.vector(1), index.vector(2)]), k=3, offset=1)  # type: ignore[list-item]
@@ -151,7 +152,7 @@ def test_remove_and_rebuild(tmp_settings: Settings, tmp_path: Path, fake_encoder
         assert all(h.id not in (1, 2) for h in index.search(index.vector(3), k=8)[0])  # type: ignore[arg-type]
         before = {i: index.vector(i) for i in index.store.ids()}
         paths[5].unlink()  # its features are cached: rebuild still works without the file
-        index._feature_cache().put_many({})  # no-op, cache stays
+        index._state.feature_cache().put_many({})  # no-op, cache stays
         report = index.rebuild(progress=False)
         assert report.added == 6 and report.failed == []
         for i, vector in before.items():

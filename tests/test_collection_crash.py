@@ -88,8 +88,8 @@ def check_consistent(root: Path) -> int:
     encoder = FakeImageEncoder(0)
     with ImageIndex.open(settings_for(root), encoder=encoder, image_space=ImageSpace("l2")) as index:
         sql_ids = index.store.ids()
-        assert index._vectors is not None
-        assert sorted(index._vectors.ids().tolist()) == sql_ids
+        assert index._state.vectors is not None
+        assert sorted(index._state.vectors.ids().tolist()) == sql_ids
         assert index.info["count"] == len(sql_ids) == len(index)
         paths = [path for _, _, path in index.store.id_keys()]
         assert len(paths) == len(set(paths))  # no duplicates

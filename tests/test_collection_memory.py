@@ -14,7 +14,7 @@ import pytest
 from conftest import FakeImageEncoder, write_random_images
 from PIL import Image
 
-import indexer.store.core as core
+import indexer.store.photo_ingest as photo_ingest
 import indexer.store.reencode as reencode
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
@@ -57,14 +57,14 @@ class PreparingEncoder(FakeImageEncoder):
 @pytest.fixture
 def pending(monkeypatch: pytest.MonkeyPatch) -> Pending:
     counter = Pending()
-    original = core.decode_image
+    original = photo_ingest.decode_image
 
     def counted(data: bytes, max_pixels: int = 0, min_side: int | None = None) -> Image.Image:
         image = original(data, max_pixels=max_pixels, min_side=min_side)
         counter.change(+1)
         return image
 
-    monkeypatch.setattr(core, "decode_image", counted)  # indexing
+    monkeypatch.setattr(photo_ingest, "decode_image", counted)  # indexing
     monkeypatch.setattr(reencode, "decode_image", counted)  # re-encoding (rebuilds, reconciliation)
     return counter
 

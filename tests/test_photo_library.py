@@ -117,7 +117,7 @@ def test_indexing_runs_one_single_threaded_worker_per_core_each_decoding_and_enc
     parallel = OneThreadPerCallEncoder()
     settings = tmp_settings.model_copy(update={"indexing_workers": 3, "batch_size": 2})
     with ImageIndex.open(settings, encoder=parallel, image_space=ImageSpace("l2")) as index:
-        assert index._ingest_workers() == 3
+        assert index._ingest.workers() == 3
         report = index.add_paths([*photos, tmp_path / "photos" / "missing.jpg"], progress=False)
         got = {Path(r.path).name: index.vector(r.id) for r in index.list(limit=100)}
         ids = [r.id for r in index.list(limit=100)]
@@ -132,7 +132,7 @@ def test_indexing_runs_one_single_threaded_worker_per_core_each_decoding_and_enc
     )
     serial = FakeImageEncoder(delay=0)
     with ImageIndex.open(one, encoder=serial, image_space=ImageSpace("l2")) as index:
-        assert index._ingest_workers() == 1
+        assert index._ingest.workers() == 1
         index.add_paths(photos, progress=False)
         expected = {Path(r.path).name: index.vector(r.id) for r in index.list(limit=100)}
     for name, vector in expected.items():
@@ -231,6 +231,24 @@ def test_a_folder_of_mixed_formats_indexes_with_its_facts(
     assert (records["camera.dng"].width, records["camera.dng"].height) == (300, 200)
     assert records["camera.dng"].camera_model == "DNG-1"
     assert records["web.avif"].taken_at is None and records["web.avif"].folder == str(folder.resolve())
+
+
+def test_adding_again_fills_the_facts_of_rows_from_before_them(
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
+) -> None:
+    """README: ``polyglot index add`` (or the watcher) fills the facts in for unchanged files it meets."""
+    photo = write(tmp_path / "Lisbon", "beach.jpg", jpeg(seed=1, taken=datetime(2024, 7, 14, 18, 30), gps=LISBON))
+    with ImageIndex.open(tmp_settings, encoder=fake_encoder, image_space=ImageSpace("l2")) as index:
+        assert index.add_paths([photo], progress=False).added == 1
+        with index.store.transaction() as session:  # as a row made before the facts existed
+            session.execute(text("UPDATE images SET folder = NULL, taken_at = NULL, latitude = NULL, longitude = NULL"))
+        assert index.store.missing_facts([1]) == {1}
+        again = index.add_paths([photo], progress=False)
+        assert (again.added, again.skipped) == (0, 1) and fake_encoder.encoded == 1
+        record = index.get(1)
+    assert record is not None and record.folder == str(photo.parent.resolve())
+    assert record.taken_at == datetime(2024, 7, 14, 18, 30)
+    assert record.latitude == pytest.approx(LISBON[0], abs=1e-5)
 
 
 # ------------------------------------------------------------------------------------------ migration

@@ -145,8 +145,8 @@ def test_image_index_contract(
         if vector_index.backend == "milvus":  # a rebuild fills a new generation and drops the old one
             after = index.info["files"]["vectors"]
             assert after != before and after.startswith("milvus:")
-            assert before.removeprefix("milvus:") not in index._vectors.client.list_collections()  # type: ignore[union-attr]
-            index._vectors.drop()  # type: ignore[union-attr]
+            assert before.removeprefix("milvus:") not in index._state.vectors.client.list_collections()  # type: ignore[union-attr]
+            index._state.vectors.drop()  # type: ignore[union-attr]
 
 
 def _kind(name: str) -> str:
@@ -168,4 +168,4 @@ def test_an_index_moves_from_faiss_to_milvus_by_reopening(
         queries = np.stack([index.vector(i) for i in (1, 4)])
         assert [[h.id for h in hits] for hits in index.search(queries, k=6)] == before
         assert not (tmp_settings.resolved_index_dir / "vectors.faiss").exists()
-        index._vectors.drop()  # type: ignore[union-attr]
+        index._state.vectors.drop()  # type: ignore[union-attr]

@@ -1,4 +1,5 @@
-"""Per-image facts gathered before indexing: bytes, content hash, upright size, user metadata."""
+"""Per-image facts gathered before indexing (bytes, content hash, upright size, user metadata), and the report of
+what an add did."""
 
 from __future__ import annotations
 
@@ -29,6 +30,15 @@ _FORMAT_SUFFIX = {
     "AVIF": ".avif",
 }
 UNKNOWN_SUFFIX = ".img"  # any other format Pillow decodes: a name no browser or server maps to active content
+
+
+@dataclass
+class AddReport:
+    """What adding photos (or rebuilding the vectors) did: ``polyglot index add`` and ``rebuild`` print it."""
+
+    added: int = 0
+    skipped: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
 
 
 @dataclass

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+LOCK_NAME = ".write.lock"  # in the index folder: held (flock) by the one process writing to it
+
 
 class IndexBusyError(RuntimeError):
     """Another process is writing to the same index folder."""

@@ -1,8 +1,7 @@
 """``POLYGLOT_INDEX_BACKEND=milvus``: the image vectors in a Milvus collection instead of FAISS files.
 
-The same interface as :class:`indexer.store.vectors.VectorIndex` (``add``/``remove``/``search``/``ids``/
-``reconstruct``), so ``ImageIndex`` — and through it the service and the CLI — use it unchanged; only
-:func:`indexer.store.vector_files.load_vectors` and ``new_vectors`` pick it. SQL stays the source of truth for
+One of the backends behind :class:`indexer.store.backend.VectorBackend`, so ``ImageIndex`` — and through it the
+service and the CLI — use it unchanged; only :mod:`indexer.store.vector_files` picks it. SQL stays the source of truth for
 ids and metadata (PostgreSQL in a cluster): a Milvus row is just ``(id = SQL primary key, unit vector)``.
 
 One collection per generation, ``<prefix>_g<time>``, named in the sidecar like an ivf-pq-mmap generation folder:
@@ -28,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from indexer.store.backend import SearchResult
 from indexer.store.failures import BackendUnavailableError, first_line
+from indexer.store.filtered import deepened_search
 from indexer.store.index_kinds import VectorIndexSettings
-from indexer.store.vectors import SearchResult, _as_ids, _as_matrix, checked_additions
+from indexer.store.vectors import _as_ids, _as_matrix, checked_additions
 
 FILES_PREFIX = "milvus:"  # sidecar files.vectors = "milvus:<collection>"
 ID, VECTOR = "id", "vector"
@@ -263,7 +264,13 @@ class MilvusVectors:
     def commit(self) -> None:
         """Nothing to write: Milvus made each insert and delete durable before acknowledging it."""
 
-    def drop_other_generations(self) -> None:
+    def disk_bytes(self) -> int:
+        return 0  # on the Milvus server, not in the index folder
+
+    def catch_up(self) -> None:
+        """Nothing: other processes' writes show within a time tick (Session consistency, module docstring)."""
+
+    def drop_replaced(self) -> None:
         """Drop this prefix's generations other than this one (a finished rebuild's old one, a dead rebuild's)."""
         prefix = f"{self.settings.milvus_collection}_g"
         for name in self.client.list_collections():
@@ -276,8 +283,12 @@ class MilvusVectors:
             self._exists = False
 
     # ------------------------------------------------------------------ reading
-    def search(self, vectors: np.ndarray, k: int) -> list[SearchResult]:
-        """Top ``k`` per query row by inner product (= cosine of unit vectors), best first."""
+    def search(self, vectors: np.ndarray, k: int, allowed: np.ndarray | None = None) -> list[SearchResult]:
+        """Top ``k`` per query row by inner product (= cosine of unit vectors), best first; ``allowed``: among
+        those ids only, by a search deepened until each query has its ``k`` (stored vectors are not read back:
+        a round trip per chunk)."""
+        if allowed is not None:
+            return deepened_search(self, vectors, k, allowed)
         matrix = _as_matrix(vectors, self.dim)
         if k <= 0 or not self._exists:
             return [SearchResult([], []) for _ in range(len(matrix))]

@@ -31,11 +31,14 @@ import faiss
 import numpy as np
 
 from indexer.atomic import atomic_write_bytes, atomic_write_json
+from indexer.store.backend import SearchResult
+from indexer.store.filtered import filtered_search
 from indexer.store.index_kinds import MMAP_KIND, VectorIndexSettings
 from indexer.store.row_file import RowFile
-from indexer.store.vectors import SearchResult, _as_ids, _as_matrix, checked_additions
+from indexer.store.vectors import _as_ids, _as_matrix, checked_additions
 
 STATE_NAME = "state.json"
+GENERATIONS_DIR = MMAP_KIND  # <index folder>/ivf-pq-mmap/g<time>/: one folder per generation
 ENCODE_CHUNK = 65_536  # rows encoded per FAISS call while building: bounded memory (320 MB at 1280-d)
 
 
@@ -119,6 +122,11 @@ class MmapIvfIndex:
     def dim(self) -> int:
         return self.rows.dim
 
+    @property
+    def files_entry(self) -> str:
+        """``ivf-pq-mmap/g<time>``: the generation folder, relative to the index folder."""
+        return f"{GENERATIONS_DIR}/{self.folder.name}"
+
     def __len__(self) -> int:
         return self._count
 
@@ -161,8 +169,11 @@ class MmapIvfIndex:
         return len(doomed)
 
     # ------------------------------------------------------------------ reading
-    def search(self, vectors: np.ndarray, k: int) -> list[SearchResult]:
-        """Top ``k`` per query row by exact inner product among the codes' best ``rerank``·k candidates."""
+    def search(self, vectors: np.ndarray, k: int, allowed: np.ndarray | None = None) -> list[SearchResult]:
+        """Top ``k`` per query row by exact inner product among the codes' best ``rerank``·k candidates;
+        ``allowed``: among those ids only (their memory-mapped rows scored exactly, or a deepened search)."""
+        if allowed is not None:
+            return filtered_search(self, vectors, k, allowed)
         matrix = _as_matrix(vectors, self.dim)
         if k <= 0 or self._count == 0:
             return [SearchResult([], []) for _ in range(len(matrix))]
@@ -195,10 +206,16 @@ class MmapIvfIndex:
 
     # ------------------------------------------------------------------ persistence
     def commit(self) -> None:
-        """Make the state durable: rows already are; rewrite the codes snapshot once the unsnapshotted tail is
-        long (opening encodes that tail: ~10k rows a second on 2 cores)."""
+        """Make the state durable: rows already are (appended and fsync'ed as they come); rewrite the codes
+        snapshot once the unsnapshotted tail is long (opening encodes that tail: ~10k rows a second on 2 cores)."""
         if self.rows.n_rows - self.codes_rows > self.settings.mmap_snapshot_rows:
             self.snapshot()
+
+    def ping(self) -> None:
+        """Nothing: local files."""
+
+    def drop_replaced(self) -> None:
+        """Nothing: replaced generations are folders of the index (``vector_files.remove_unnamed``)."""
 
     def snapshot(self) -> None:
         """Write the codes of every row so far (atomically), point ``state.json`` at them, drop the old file."""

@@ -11,8 +11,8 @@ from typing import Any
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
 from indexer.settings import Settings
-from indexer.store.core import DB_NAME, FAISS_NAME
-from indexer.store.sidecar import Sidecar
+from indexer.store.sidecar import DB_NAME, Sidecar
+from indexer.store.vectors import FAISS_NAME
 
 
 class IndexMismatchError(ValueError):

@@ -17,6 +17,7 @@ from typing import Any
 from indexer.atomic import atomic_write_json
 
 SIDECAR_NAME = "index.json"
+DB_NAME = "metadata.sqlite"  # the metadata database of an index folder, unless POLYGLOT_DATABASE_URL says otherwise
 FORMAT_VERSION = 1
 
 

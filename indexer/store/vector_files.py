@@ -6,7 +6,8 @@
 * ``milvus-*`` (``POLYGLOT_INDEX_BACKEND=milvus``): a generation collection on the Milvus server
   (``milvus:<prefix>_g<time>``, see milvus_vectors.py), replaced as a whole by a rebuild.
 
-The backend is chosen here, in :func:`load_vectors` and :func:`new_vectors`, and nowhere else.
+The backend is chosen here, in :func:`load_vectors`, :func:`new_vectors` and :func:`new_builder`, and nowhere
+else: everything else talks to :class:`indexer.store.backend.VectorBackend`.
 
 The sidecar (``index.json``: ``index_type`` and ``files.vectors``) says which set is current, and it is written
 last: a rebuild writes a complete new set first, so a crash at any point leaves the sidecar naming the last good
@@ -23,20 +24,29 @@ from pathlib import Path
 import numpy as np
 
 from indexer.atomic import fsync_dir
+from indexer.store.backend import VectorBackend, VectorBuilder
 from indexer.store.index_kinds import MILVUS_KINDS, MMAP_KIND, VectorIndexSettings
 from indexer.store.milvus_vectors import FILES_PREFIX, MilvusVectors
-from indexer.store.mmap_index import MmapIvfIndex
+from indexer.store.mmap_index import GENERATIONS_DIR, MmapIvfIndex
 from indexer.store.row_file import RowFile
 from indexer.store.sidecar import Sidecar
-from indexer.store.vectors import VectorIndex
+from indexer.store.vectors import FAISS_NAME, FaissFileVectors, VectorIndex
 
-FAISS_NAME = "vectors.faiss"
-GENERATIONS_DIR = MMAP_KIND
+__all__ = [
+    "FAISS_NAME",
+    "GENERATIONS_DIR",
+    "MmapBuilder",
+    "changes_in_place",
+    "in_place",
+    "load_vectors",
+    "new_builder",
+    "new_vectors",
+    "remove_unnamed",
+    "vector_files",
+]
 
-AnyVectors = VectorIndex | MmapIvfIndex | MilvusVectors
 
-
-def load_vectors(folder: Path, sidecar: Sidecar, settings: VectorIndexSettings) -> AnyVectors | None:
+def load_vectors(folder: Path, sidecar: Sidecar, settings: VectorIndexSettings) -> VectorBackend | None:
     """The vectors the sidecar names, or None for an index that holds none yet. An index whose vectors are on
     the other backend opens empty there: opening reconciles it with SQL, re-adding every vector from the
     features cache (that is how an index moves between FAISS and Milvus)."""
@@ -50,38 +60,42 @@ def load_vectors(folder: Path, sidecar: Sidecar, settings: VectorIndexSettings) 
     if sidecar.index_type == MMAP_KIND:
         return MmapIvfIndex.open(folder / sidecar.files["vectors"], settings)
     if (folder / FAISS_NAME).exists():
-        return VectorIndex.load(folder / FAISS_NAME, sidecar.index_type, settings)
+        return FaissFileVectors.load(folder, sidecar.index_type, settings)
     return None
 
 
-def new_vectors(dim: int, settings: VectorIndexSettings) -> AnyVectors:
+def new_vectors(folder: Path, dim: int, settings: VectorIndexSettings) -> VectorBackend:
     """Empty vectors for an index that held none, on the configured backend."""
     if settings.backend == "milvus":
         return MilvusVectors.new_generation(dim, settings)
-    return VectorIndex.create(dim, "flat", settings)
+    return FaissFileVectors(VectorIndex.create(dim, "flat", settings), folder)
 
 
-def vector_files(vectors: AnyVectors | None) -> str:
+def new_builder(folder: Path, kind: str, dim: int | None, settings: VectorIndexSettings) -> VectorBuilder:
+    """An empty new set of ``kind`` for a rebuild to fill: in RAM for the FAISS kinds, streamed into a new
+    generation folder for ``ivf-pq-mmap`` or a new generation collection for ``milvus-*`` (a million photos
+    never sit in memory at once)."""
+    if kind in MILVUS_KINDS:
+        return MilvusBuilder(dim, settings)
+    if kind == MMAP_KIND:
+        return GenerationBuilder(folder, settings)
+    return FaissBuilder(folder, kind, settings)
+
+
+def vector_files(vectors: VectorBackend | None) -> str:
     """The sidecar's ``files.vectors`` entry for ``vectors`` (relative to the index folder)."""
-    if isinstance(vectors, MilvusVectors):
-        return vectors.files_entry
-    if isinstance(vectors, MmapIvfIndex):
-        return f"{GENERATIONS_DIR}/{vectors.folder.name}"
-    return FAISS_NAME
-
-
-def vector_bytes(folder: Path, vectors: AnyVectors | None) -> int:
-    if isinstance(vectors, MmapIvfIndex):
-        return vectors.disk_bytes()
-    if isinstance(vectors, MilvusVectors):
-        return 0  # on the Milvus server, not in the index folder
-    path = folder / FAISS_NAME
-    return path.stat().st_size if path.exists() else 0
+    return vectors.files_entry if vectors is not None else FAISS_NAME
 
 
 def in_place(sidecar: Sidecar) -> bool:
     """Whether the sidecar names vectors changed in place by appends (generations), not rewritten whole."""
-    return sidecar.index_type == MMAP_KIND or sidecar.index_type in MILVUS_KINDS
+    return changes_in_place(sidecar.index_type)
+
+
+def changes_in_place(kind: str) -> bool:
+    """Whether vectors of ``kind`` are changed in place by appends (``ivf-pq-mmap`` folders, Milvus collections:
+    another writing process's appends must be taken in), not rewritten whole (the FAISS files)."""
+    return kind == MMAP_KIND or kind in MILVUS_KINDS
 
 
 def remove_unnamed(folder: Path, sidecar: Sidecar) -> None:
@@ -94,6 +108,65 @@ def remove_unnamed(folder: Path, sidecar: Sidecar) -> None:
                 shutil.rmtree(generation, ignore_errors=True)
     if named != FAISS_NAME:
         (folder / FAISS_NAME).unlink(missing_ok=True)
+
+
+class FaissBuilder:
+    """The FAISS kinds: chunks gathered in RAM, then one ``VectorIndex.build`` (trained kinds need them all)."""
+
+    def __init__(self, folder: Path, kind: str, settings: VectorIndexSettings) -> None:
+        self.folder, self.kind, self.settings = folder, kind, settings
+        self.ids: list[np.ndarray] = []
+        self.vectors: list[np.ndarray] = []
+
+    def append(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        self.ids.append(np.asarray(ids, dtype=np.int64))
+        self.vectors.append(vectors)
+
+    def finish(self) -> FaissFileVectors | None:
+        if not self.ids:
+            return None
+        ids = np.concatenate(self.ids)
+        vectors = self.vectors[0] if len(self.vectors) == 1 else np.concatenate(self.vectors)
+        self.ids, self.vectors = [], []
+        return FaissFileVectors(VectorIndex.build(ids, vectors, self.kind, self.settings), self.folder)
+
+    def abandon(self) -> None:
+        self.ids, self.vectors = [], []
+
+
+class GenerationBuilder:
+    """``ivf-pq-mmap``: a new generation folder, created by the first chunk (a rebuild of no vectors writes none)."""
+
+    def __init__(self, folder: Path, settings: VectorIndexSettings) -> None:
+        self.folder, self.settings = folder, settings
+        self.builder: MmapBuilder | None = None
+
+    def append(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        self.builder = self.builder or MmapBuilder(self.folder, vectors.shape[1], self.settings)
+        self.builder.append(ids, vectors)
+
+    def finish(self) -> MmapIvfIndex | None:
+        return self.builder.finish() if self.builder is not None else None
+
+    def abandon(self) -> None:
+        if self.builder is not None:
+            self.builder.abandon()
+
+
+class MilvusBuilder:
+    """``milvus-*``: a new generation collection; the old one serves until the sidecar switches."""
+
+    def __init__(self, dim: int | None, settings: VectorIndexSettings) -> None:
+        self.fresh = MilvusVectors.new_generation(dim, settings)
+
+    def append(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        self.fresh.add(ids, vectors)
+
+    def finish(self) -> MilvusVectors:
+        return self.fresh
+
+    def abandon(self) -> None:
+        self.fresh.drop()
 
 
 class MmapBuilder:

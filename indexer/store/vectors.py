@@ -1,4 +1,7 @@
-"""FAISS vector store: unit vectors under int64 ids (the SQL primary keys), inner product = cosine.
+"""The FAISS kinds: :class:`VectorIndex`, unit vectors under int64 ids (the SQL primary keys), inner product =
+cosine — any FAISS index of the project (the caption index keeps one per language) —, and
+:class:`FaissFileVectors`, the image index's backend for the in-RAM kinds: one ``VectorIndex`` saved whole to
+``vectors.faiss`` in the index folder.
 
 Which kind an index is, and how it is tuned, is decided by :mod:`indexer.store.index_kinds` (the size rule,
 :class:`VectorIndexSettings`); the settings are always passed in, never read from the environment here.
@@ -12,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ import faiss
 import numpy as np
 
 from indexer.atomic import atomic_write_bytes
+from indexer.store.backend import SearchResult
+from indexer.store.filtered import filtered_search
 from indexer.store.index_kinds import (
     FAISS_KINDS,
     KINDS,
@@ -30,10 +34,14 @@ from indexer.store.index_kinds import (
     pq_subquantizers,
 )
 
+FAISS_NAME = "vectors.faiss"  # the in-RAM kinds' file in an image index folder
+
 # The kind rule is re-exported: the vector store is where callers look for it.
 __all__ = [
+    "FAISS_NAME",
     "KINDS",
     "PQ_MIN_VECTORS",
+    "FaissFileVectors",
     "SearchResult",
     "VectorIndex",
     "VectorIndexSettings",
@@ -41,12 +49,6 @@ __all__ = [
     "choose_kind",
     "pq_subquantizers",
 ]
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    ids: list[int]
-    scores: list[float]
 
 
 def _as_matrix(vectors: np.ndarray, dim: int) -> np.ndarray:
@@ -266,3 +268,68 @@ class VectorIndex:
 
     def copy(self) -> VectorIndex:
         return VectorIndex(faiss.clone_index(self.index), self.kind, self.settings)
+
+
+class FaissFileVectors:
+    """The image index's backend for the in-RAM FAISS kinds (:class:`~indexer.store.backend.VectorBackend`): a
+    :class:`VectorIndex` held whole in memory and saved whole, atomically, to ``<folder>/vectors.faiss``."""
+
+    def __init__(self, index: VectorIndex, folder: Path) -> None:
+        self.index = index
+        self.path = Path(folder) / FAISS_NAME
+
+    @classmethod
+    def load(cls, folder: Path, kind: str, settings: VectorIndexSettings) -> FaissFileVectors:
+        return cls(VectorIndex.load(Path(folder) / FAISS_NAME, kind, settings), folder)
+
+    # ------------------------------------------------------------------ what the index reads
+    @property
+    def kind(self) -> str:
+        return self.index.kind
+
+    @property
+    def dim(self) -> int:
+        return self.index.dim
+
+    @property
+    def files_entry(self) -> str:
+        return FAISS_NAME
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def ids(self) -> np.ndarray:
+        return self.index.ids()
+
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> list[SearchResult]:
+        if allowed is None:
+            return self.index.search(queries, k)
+        return filtered_search(self.index, queries, k, allowed)
+
+    def reconstruct(self, id_: int) -> np.ndarray | None:
+        return self.index.reconstruct(id_)
+
+    def reconstruct_many(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        return self.index.reconstruct_many(ids)
+
+    # ------------------------------------------------------------------ what the index changes
+    def add(self, ids: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
+        self.index.add(ids, vectors)
+
+    def remove(self, ids: Sequence[int] | np.ndarray) -> int:
+        return self.index.remove(ids)
+
+    def commit(self) -> None:
+        atomic_write_bytes(self.path, self.index.to_bytes())
+
+    def disk_bytes(self) -> int:
+        return self.path.stat().st_size if self.path.exists() else 0
+
+    def catch_up(self) -> None:
+        """Nothing: the file is rewritten whole; reconciling on open covers another process's writes."""
+
+    def ping(self) -> None:
+        """Nothing: in this process's memory."""
+
+    def drop_replaced(self) -> None:
+        """Nothing: a replaced set is a file in the folder (``vector_files.remove_unnamed``)."""

@@ -1,0 +1,302 @@
+"""Photos into an image index: read → decode → features → rows → vectors, crash-safe.
+
+Per batch of ``POLYGLOT_BATCH_SIZE`` files: read and hash them (unchanged files are skipped), decode each one and
+turn it into the encoder's input at once (no decoded photo waits for the encoder), take cached features or run
+the encoder, put new features in the features cache, insert the rows in one SQL transaction, then add the vectors.
+With an encoder that runs a call on one thread (the ONNX CNNs), one worker per core reads, decodes and encodes a
+batch of its own and this thread only writes rows and vectors, in order; otherwise one worker reads and decodes
+batch i+1 while the encoder runs on batch i (``POLYGLOT_INDEXING_WORKERS``). The vectors are persisted every
+``checkpoint_seconds`` and at the end (and on Ctrl-C); on a full disk or a backend outage the rows and vectors
+added since the last save are taken back before the error reaches the caller. An upload is one transaction
+across its file, its row and its vector. Why this order is crash-safe: :mod:`indexer.image_index`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from tqdm.auto import tqdm
+
+from indexer.atomic import atomic_write_bytes
+from indexer.images import ImageDecodeError, content_hash, decode_image
+from indexer.store.failures import BackendUnavailableError, DiskFullError, translated
+from indexer.store.index_state import IndexState
+from indexer.store.ingest import AddReport, FileBatch, Item, header_size, read_files, upload_suffix
+from indexer.store.maintenance import Maintenance
+from indexer.store.metadata import ImageRecord
+from indexer.store.uploads import UPLOADS_DIR
+from indexer.thumbnails import write_thumbnail
+
+log = logging.getLogger("indexer.image_index")  # logged under the public class's module
+
+__all__ = ["PREFETCH_BATCHES", "PhotoIngest", "Prepared"]
+
+PREFETCH_BATCHES = 1  # one worker: batches read and decoded ahead of the encoder (memory: one batch of pixels)
+
+
+def available_cores() -> int:
+    """CPUs this process may run on (its affinity mask: a container's or ``taskset``'s limit, not the host's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class Prepared:
+    """A batch ready for the encoder: features found in the cache, encoder inputs for the rest, bad images."""
+
+    features: dict[str, np.ndarray]
+    inputs: dict[str, Any] = field(default_factory=dict)  # sha256 → encoder.prepare(image)
+    broken: dict[str, str] = field(default_factory=dict)  # sha256 → why it is not an image
+
+
+class PhotoIngest:
+    """The ingest role of one open index (see the module docstring)."""
+
+    def __init__(self, state: IndexState, maintenance: Maintenance) -> None:
+        self.state = state
+        self.maintenance = maintenance
+
+    # ------------------------------------------------------------------ files
+    def add_paths(
+        self,
+        paths: Sequence[Path],
+        metadata: Mapping[Path, dict] | None,
+        *,
+        progress: bool,
+        checkpoint_seconds: float,
+    ) -> AddReport:
+        state, maintenance = self.state, self.maintenance
+        report = AddReport()
+        unique = list(dict.fromkeys(Path(p).expanduser().resolve() for p in paths))
+        meta = {Path(k).expanduser().resolve(): v for k, v in (metadata or {}).items()}
+        with maintenance.writing():
+            existing = state.store.by_paths([str(p) for p in unique])
+            # Rows from before the photo facts (EXIF date, GPS, folder) get them from the file when it is met again.
+            refresh = state.store.missing_facts([id_ for id_, _ in existing.values()])
+            bar = tqdm(total=len(unique), unit="img", desc="indexing", disable=not progress, dynamic_ncols=True)
+            last_save = time.monotonic()
+            size = state.settings.index.batch_size
+            batches = [unique[start : start + size] for start in range(0, len(unique), size)]
+
+            workers = self.workers()
+
+            def read_and_prepare(batch: builtins.list[Path]) -> tuple[FileBatch, Prepared]:
+                files = read_files(batch, existing, meta, state.settings.index.max_file_bytes, refresh)
+                prepared = self.prepare(files.items)
+                if workers > 1:
+                    self.encode(prepared, threads=1)  # this worker's share of the cores: one
+                return files, prepared
+
+            # Several workers (one per core: ``workers``): each reads, hashes, decodes and encodes a batch of its own,
+            # so decoding and the network overlap on every core; this thread only writes rows and vectors, in order.
+            # One worker (encoders that take no per-call threads): it reads and decodes batch i+1 while the encoder
+            # runs on batch i here (benchmarks/indexing-12mpx.md).
+            in_flight = workers + 1 if workers > 1 else PREFETCH_BATCHES
+            unsaved: builtins.list[int] = []  # ids added since the last save: undone if the next save fails
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="index-decode") as pool:
+                ahead = [pool.submit(read_and_prepare, batch) for batch in batches[:in_flight]]
+                try:
+                    with translated(state.folder):
+                        for number, batch in enumerate(batches):
+                            files, prepared = ahead.pop(0).result()
+                            if number + in_flight < len(batches):
+                                ahead.append(pool.submit(read_and_prepare, batches[number + in_flight]))
+                            report.failed += files.failed
+                            report.skipped += files.skipped
+                            if files.updates:
+                                state.store.update_many(files.updates)
+                            if files.facts:
+                                state.store.set_facts(files.facts)
+                            records = self.ingest_batch(files.items, report, prepared)
+                            unsaved += [r.id for r in records]
+                            report.added += len(records)
+                            bar.update(len(batch))
+                            bar.set_postfix(added=report.added, skipped=report.skipped, failed=len(report.failed))
+                            if time.monotonic() - last_save > checkpoint_seconds:
+                                maintenance.persist()
+                                unsaved.clear()
+                                last_save = time.monotonic()
+                        maintenance.persist()
+                        unsaved.clear()
+                except (DiskFullError, BackendUnavailableError):
+                    # No space (or no backend) for this part: take back its rows and vectors now, so the index on
+                    # disk and in SQL is the last saved state; the features are cached, a re-run redoes it fast.
+                    report.added -= len(unsaved)
+                    self.roll_back(unsaved)
+                    raise
+                except BaseException:
+                    maintenance.persist()  # Ctrl-C: everything committed so far is kept
+                    raise
+                finally:
+                    for future in ahead:
+                        future.cancel()
+                    bar.close()
+            maintenance.change_kind_if_grown(progress)
+        return report
+
+    # ------------------------------------------------------------------ uploads
+    def add_upload(self, data: bytes, filename: str, metadata: dict | None = None) -> ImageRecord:
+        state, maintenance = self.state, self.maintenance
+        image = decode_image(data, max_pixels=state.settings.index.max_image_pixels)
+        sha = content_hash(data)
+        meta = dict(metadata or {})
+        meta["extra"] = {**(meta.get("extra") or {}), "filename": filename}
+        report = AddReport()
+        with maintenance.writing():  # checked under the lock: two uploads of the same photo make one record
+            existing = state.store.by_sha256(sha)
+            if existing is not None:
+                return existing
+            # Absolute: the record must stay valid whatever the working directory of the next process. The suffix
+            # is the detected format's, never the client's name (a PPM called evil.html is stored as .ppm).
+            target = state.folder.resolve() / UPLOADS_DIR / f"{sha}{upload_suffix(data)}"
+            # One transaction per photo across the file, the row and the vector: on any failure (no space, the
+            # database or the vector server down) all three are undone before the error reaches the caller, so a
+            # retry creates the photo.
+            records: builtins.list[ImageRecord] = []
+            done = False
+            try:
+                with translated(state.folder, len(data), "upload"):
+                    atomic_write_bytes(target, data)
+                    item = Item(target, data, sha, None, meta, image.size)
+                    records = self.ingest_batch([item], report, self.prepare([item], {sha: image}))
+                    maintenance.persist()
+                done = True
+            finally:
+                if not done:
+                    self.roll_back([r.id for r in records])
+                if not (done and records):
+                    target.unlink(missing_ok=True)  # not indexed: leave no orphan file behind
+        if not records:
+            raise ImageDecodeError(report.failed[0][1] if report.failed else "the image could not be indexed")
+        return records[0]
+
+    # ------------------------------------------------------------------ the steps
+    def prepare(self, items: builtins.list[Item], decoded: dict[str, Image.Image] | None = None) -> Prepared:
+        """The CPU work before the network for a batch: cached features, else decode + ``encoder.prepare``.
+        Thread-safe: ``add_paths`` runs it in a worker thread for the next batch while this one is encoded."""
+        state = self.state
+        prepared = Prepared(state.feature_cache().get_many([item.sha256 for item in items]))
+        for item in items:
+            sha = item.sha256
+            if sha in prepared.features or sha in prepared.inputs or sha in prepared.broken:
+                continue
+            image = (decoded or {}).get(sha)
+            if image is None:
+                try:
+                    image = decode_image(
+                        item.data, max_pixels=state.settings.index.max_image_pixels, min_side=self.decode_side()
+                    )
+                except ImageDecodeError as exc:
+                    prepared.broken[sha] = str(exc)
+                    continue
+            # item.size stays as given: a reduced decode's size is not the photo's (read from the header at insert)
+            prepared.inputs[sha] = state.encoder.prepare(image)
+            if state.settings.index.index_thumbnails:
+                self._thumbnail(sha, image)
+        return prepared
+
+    def encode(self, prepared: Prepared, threads: int | None = None) -> dict[str, np.ndarray]:
+        """The network on the prepared inputs: features into the cache (before any row refers to them) and into
+        ``prepared.features``, whose inputs are dropped. Thread-safe: with several ingest workers each runs it on
+        the batch it decoded, on ``threads`` intra-op threads (:meth:`workers`)."""
+        state = self.state
+        todo = [sha for sha in prepared.inputs if sha not in prepared.features]
+        fresh: dict[str, np.ndarray] = {}
+        if todo:
+            computed = state.loaded_encoder().predict_prepared([prepared.inputs[sha] for sha in todo], threads=threads)
+            fresh = dict(zip(todo, computed, strict=True))
+            state.feature_cache().put_many(fresh)
+            prepared.features.update(fresh)
+        prepared.inputs.clear()  # the pixels of a batch are not kept once encoded
+        return fresh
+
+    def workers(self) -> int:
+        """Threads that read, hash, decode and encode batches side by side in ``add_paths``. One per core when the
+        encoder runs a call on one thread (``per_call_threads``): each worker then keeps one core busy with its own
+        batch, decoding included, at the least CPU per photo (indexer/encoders/efficientnet_onnx.py). Otherwise
+        one, which decodes the next batch while the encoder runs over the cores on this one."""
+        settings = self.state.settings.index
+        if settings.indexing_workers:
+            return settings.indexing_workers
+        return available_cores() if self.state.encoder.per_call_threads else 1
+
+    def decode_side(self) -> int | None:
+        """The short side photos are decoded down to: the encoder's, and the thumbnail's when it is written from
+        the same decode (a 256-px thumbnail needs a short side of at most 256)."""
+        settings = self.state.settings
+        side = self.state.encoder.decode_side
+        if settings.index.decode_full_size or side is None:
+            return None
+        return max(side, settings.index.thumbnail_size) if settings.index.index_thumbnails else side
+
+    def _thumbnail(self, sha: str, image: Image.Image) -> None:
+        settings = self.state.settings
+        try:
+            write_thumbnail(settings.resolved_cache_dir, sha, image, settings.index.thumbnail_size)
+        except OSError as exc:  # a cache: indexing goes on, the service makes it on request
+            log.warning("thumbnail not written", extra={"sha256": sha, "error": str(exc)})
+
+    def ingest_batch(
+        self, items: builtins.list[Item], report: AddReport, prepared: Prepared
+    ) -> builtins.list[ImageRecord]:
+        """Features (cache or encoder) → rows (one transaction) → vectors. Returns the new records."""
+        if not items:
+            return []
+        state = self.state
+        features, broken = dict(prepared.features), prepared.broken
+        features.update(self.encode(prepared))
+        good: builtins.list[Item] = []
+        for item in items:
+            if item.sha256 in broken:
+                report.failed.append((str(item.path), broken[item.sha256]))
+                continue
+            if item.size is None:
+                try:
+                    item.size = header_size(item.data)
+                except ImageDecodeError as exc:
+                    report.failed.append((str(item.path), str(exc)))
+                    continue
+            good.append(item)
+        if not good:
+            return []
+        replaced = [item.replaces for item in good if item.replaces is not None]
+        records = state.store.insert([item.to_new_image() for item in good], replace_ids=replaced)
+        matrix = state.space.apply(np.stack([features[item.sha256] for item in good]))
+        try:
+            state.add_vectors([r.id for r in records], matrix, replaced)
+        except BaseException:
+            # The vector backend failed (a Milvus outage): a row may only exist with its vector, so take the rows
+            # back now rather than at the next start (the replaced rows stay gone: re-adding the file restores it).
+            self.roll_back([r.id for r in records], vectors_added=False)
+            raise
+        return records
+
+    def roll_back(self, ids: Sequence[int], vectors_added: bool = True) -> None:
+        """Undo rows (and their vectors, when ``vectors_added``) whose write could not be completed; best effort:
+        what cannot be undone now (the database is down too) is reconciled when the index is next opened."""
+        if not ids:
+            return
+        state = self.state
+        if vectors_added:
+            try:
+                state.remove_vectors(list(ids))
+            except Exception as exc:  # the vector backend is what failed; the reconcile drops them
+                log.warning(
+                    "could not remove vectors of a failed write", extra={"ids": list(ids)[:20], "error": str(exc)}
+                )
+        try:
+            state.store.delete(list(ids))
+        except Exception as exc:
+            log.error("could not delete rows of a failed write", extra={"ids": list(ids)[:20], "error": str(exc)})
