@@ -291,7 +291,9 @@ def main() -> None:
         "repeat": args.repeat,
         "seconds": args.seconds,
         "client": args.client,
-        "tower": str(args.tower) if args.tower else env.get("POLYGLOT_TOWER_PATH", "shipped (indexer/assets/student)"),
+        "tower": str(args.tower)
+        if args.tower
+        else env.get("POLYGLOT_TOWER_PATH", f"shipped ({ready.get('text_model')})"),
         "results": results,
         "per_lang": per_lang,
         "mixed_by_lang": mixed_by_lang,

@@ -13,6 +13,9 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 SHIPPED_STUDENT = ASSETS / "student"  # the served text side (docs/student.md; its README is the model card)
 SHIPPED_ALIGNMENTS = ASSETS / "align"  # caption alignments over mUSE, one folder per language pair
 RESEARCH_TOWERS = ("tower", "tower-muse")  # the MLP towers of docs/results.md, kept to measure and compare
+# Optional text encoders that ship their own tower: POLYGLOT_TEXT_ENCODER=<name> serves it when POLYGLOT_TOWER_PATH
+# is unset (EmbeddingGemma: better outside English, ~25x the student's CPU a query; docs/embeddinggemma.md).
+ENCODER_TOWERS = {"embeddinggemma": ASSETS / "tower-embeddinggemma"}
 
 # Files `polyglot models build` writes into MODELS_DIR/<key>/ (names only: no torch or onnx needed to read them).
 E5_FP32_FILE = "e5-small.onnx"
@@ -22,10 +25,11 @@ STUDENT_INT8_FILE = "student-int8.onnx"
 STUDENT_TRUNK_DELTA = "trunk-delta.safetensors"  # what training changed in a student's e5 layers
 
 
-def shipped_tower_path() -> Path:
-    """The served text side unless POLYGLOT_TOWER_PATH says otherwise: the trained student
-    (``indexer/assets/student``, :mod:`indexer.student`; docs/student.md)."""
-    return SHIPPED_STUDENT
+def shipped_tower_path(text_encoder: str | None = None) -> Path:
+    """The served text side unless POLYGLOT_TOWER_PATH says otherwise: the tower shipped for ``text_encoder``
+    (POLYGLOT_TEXT_ENCODER) when there is one, else the trained student (``indexer/assets/student``,
+    :mod:`indexer.student`; docs/student.md)."""
+    return ENCODER_TOWERS.get(text_encoder or "", SHIPPED_STUDENT)
 
 
 def research_tower_path(name: str = "tower") -> Path:

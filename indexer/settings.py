@@ -48,7 +48,9 @@ class ModelSettings(BaseSettings):
     text_encoder: str = Field(
         default="muse",
         description="Sentence encoder that `polyglot train` trains a new MLP tower over and the label-bridge "
-        "baseline reads. Serving never uses it: the student and every tower folder name their own encoder.",
+        "baseline reads. Serving uses it only to pick a tower shipped for that encoder ('embeddinggemma': "
+        "indexer/assets/tower-embeddinggemma) when POLYGLOT_TOWER_PATH is unset; otherwise the student and every "
+        "tower folder name their own encoder.",
     )
     tower_path: Path | None = Field(
         default=None,

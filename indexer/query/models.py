@@ -89,7 +89,7 @@ def load_models(
     seconds: dict[str, float] = {}
     folder = ""
     if text is None:
-        path = settings.models.tower_path or shipped_tower_path()
+        path = settings.models.tower_path or shipped_tower_path(settings.models.text_encoder)
         folder = str(path)
         text = timed(seconds, "text_embedder", lambda: _load_text(path, settings, bridge, sentence_cache, threads))
     if text.tower.image_encoder != settings.models.image_encoder:

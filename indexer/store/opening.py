@@ -27,7 +27,7 @@ def default_image_space(settings: Settings) -> ImageSpace:
     """The image space the text tower was trained for (its config.json), else plain ``l2``."""
     from indexer.asset_paths import shipped_tower_path
 
-    config_path = (settings.models.tower_path or shipped_tower_path()) / "config.json"
+    config_path = (settings.models.tower_path or shipped_tower_path(settings.models.text_encoder)) / "config.json"
     if config_path.exists():
         config = json.loads(config_path.read_text(encoding="utf-8"))
         return ImageSpace.from_config(config.get("image_space"))

@@ -2,7 +2,7 @@
 
 The M-CLIP / LiT idea turned around: instead of aligning text to a frozen image tower's *captions*, a class name
 ("goldfish", "a photo of a goldfish") is aligned to its class prototype ``p_c`` — the classifier's weight row
-for ``c`` (minus the mean row) as a direction of the image space (:func:`training.student.corpus.class_prototypes`)
+for ``c`` (minus the mean row) as a direction of the image space (:func:`class_prototypes`)
 — by a softmax over all classes (the zero-shot classification objective of Radford et al. 2021, §3.1.2, with
 the roles of text and class weights exchanged)::
 
@@ -14,9 +14,23 @@ own prototype, not merely towards the animal region.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from indexer.encoders.base import ImageEncoder
+from indexer.unit import unit_rows
+
+
+def class_prototypes(image_encoder: ImageEncoder) -> np.ndarray:
+    """Where the classifier puts each class in the image space: the unit direction of its weight row minus the
+    mean row. Against unit image vectors this ranks photos by that class's logit relative to the average class
+    (the softmax's own comparison), measured as the concept term's ceiling in docs/student.md. The same for
+    ``l2`` and ``center-l2`` spaces: a mean shift of the features does not turn a direction."""
+    weight, _bias = image_encoder.classifier_head()  # (dim, classes)
+    directions = weight.T - weight.T.mean(axis=0, keepdims=True)
+    return unit_rows(directions).astype(np.float32)
 
 
 def concept_loss(

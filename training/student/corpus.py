@@ -24,9 +24,9 @@ import numpy as np
 from indexer.encoders.base import ImageEncoder
 from indexer.encoders.imagenet import imagenet_class_names
 from indexer.image_space import ImageSpace
-from indexer.unit import unit_rows
 from training.data.dataset import load_dataset
 from training.data.features import image_features
+from training.losses.concept import class_prototypes  # the concept term's targets, shared with towers
 
 # Phrasings of a class name: the bare name is what people type; the others are how captions mention things.
 CONCEPT_TEMPLATES = ("{}", "a photo of a {}", "a {}", "the {} in the picture")
@@ -121,16 +121,6 @@ def translations(text_corpus: Path, extra: list[Path]) -> Translations:
             lang.append(code)
             source.append(index[image])
     return Translations([english[i] for i in sources], text, lang, np.array(source, dtype=np.int64))
-
-
-def class_prototypes(image_encoder: ImageEncoder) -> np.ndarray:
-    """Where the classifier puts each class in the image space: the unit direction of its weight row minus the
-    mean row. Against unit image vectors this ranks photos by that class's logit relative to the average class
-    (the softmax's own comparison), measured as the concept term's ceiling in docs/student.md. The same for
-    ``l2`` and ``center-l2`` spaces: a mean shift of the features does not turn a direction."""
-    weight, _bias = image_encoder.classifier_head()  # (dim, classes)
-    directions = weight.T - weight.T.mean(axis=0, keepdims=True)
-    return unit_rows(directions).astype(np.float32)
 
 
 def concepts(image_encoder: ImageEncoder) -> Concepts:

@@ -30,6 +30,7 @@ from training.evaluation.evaluate import Evaluation, evaluate_tower, evaluate_ve
 from training.losses import create_loss
 from training.losses.c2c import CaptionCaptionLoss
 from training.schedule import Schedule
+from training.tower.concept_set import ConceptOptions, ConceptSet
 from training.tower.distill import DistillOptions, DistillSet
 from training.tower.early_stop import BestEpoch
 from training.tower.model_card import write_model_card
@@ -65,6 +66,7 @@ class TrainConfig(Schedule):  # the M3L paper's schedule: the defaults of Schedu
     c2c_temperature: float = 0.05
     bridge_from: Path | None = None  # a folder with a language bridge: applied to its languages, shipped alongside
     distill: DistillOptions | None = None  # text-only corpora + teacher (training/tower/distill.py); None = off
+    concepts: ConceptOptions | None = None  # class names → class prototypes (training/tower/concept_set.py)
     command: str = ""
 
 
@@ -148,6 +150,11 @@ def train(config: TrainConfig) -> TrainResult:
         if config.distill is not None and config.distill.corpus
         else None
     )
+    concepts = (
+        ConceptSet(config.concepts, text_encoder, image_encoder, config.cache_dir, config.space, config.seed)
+        if config.concepts is not None and config.concepts.weight > 0
+        else None
+    )
     c2c_fn = CaptionCaptionLoss(config.c2c_temperature) if config.c2c_weight > 0 else None
     optimizer = torch.optim.Adam(tower.parameters(), lr=config.lr, betas=(config.beta1, 0.999))
     batches = DistinctImageBatches(
@@ -168,6 +175,8 @@ def train(config: TrainConfig) -> TrainResult:
             loss = _batch_loss(config, tower, loss_fn, c2c_fn, sentences, targets, rows, image_index, partners)
             if distill is not None:
                 loss = loss + distill.batch_loss(tower)
+            if concepts is not None:
+                loss = loss + concepts.batch_loss(tower)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -187,7 +196,14 @@ def train(config: TrainConfig) -> TrainResult:
     seconds = time.perf_counter() - started
     evaluation = evaluate_tower(tower, dev) if dev is not None else None  # dev captions are already bridged
     result = TrainResult(tower, best.epoch, history, seconds, evaluation, unsupported)
-    save(result, config, space, bridge, distill.summary() if distill is not None else None)
+    save(
+        result,
+        config,
+        space,
+        bridge,
+        distill.summary() if distill is not None else None,
+        concepts=concepts.summary() if concepts is not None else None,
+    )
     return result
 
 
@@ -221,6 +237,7 @@ def save(
     bridge: LanguageBridge | None = None,
     distilled: dict[str, Any] | None = None,
     disjoint: dict[str, Any] | None = None,
+    concepts: dict[str, Any] | None = None,
 ) -> None:
     recipe = json.loads(json.dumps(config.recipe(), default=str))  # paths (also inside the distill options) as text
     for private in ("cache_dir", "settings", "out", "command"):
@@ -235,6 +252,8 @@ def save(
     }
     if distilled is not None:
         training["distilled"] = distilled
+    if concepts is not None:  # the class-name term (training/tower/concept_set.py)
+        training["concepts"] = concepts
     if disjoint is not None:  # the collections and options of `polyglot train tower --disjoint`
         training["disjoint"] = disjoint
     if result.dev is not None:
