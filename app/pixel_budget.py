@@ -7,7 +7,7 @@ runs in one thread-pool task, so no decoded image waits between tasks. Reservati
 ``POLYGLOT_DECODE_PIXELS_IN_FLIGHT`` (default: the per-image limit) wait for earlier ones to finish; an image
 larger than the whole budget waits until it can run alone. The peak above idle is therefore about 8 bytes ×
 the budget plus what the encoders use, whatever the number of concurrent requests: measured with 16 concurrent
-8000×8000 RGBA uploads in ``tests/test_fault_memory.py``.
+8000×8000 RGBA uploads in ``tests/faults/test_fault_memory.py``.
 
 When a large reservation ends, the freed heap is handed back to the OS (``malloc_trim``): without it glibc kept
 gigabytes of freed arenas mapped after a burst (3.8 GB resident after 16 such uploads).

@@ -11,7 +11,7 @@ distinct modules under ``app/``, ``indexer/`` and ``training/`` whose code ran, 
 
 ``--lang none`` leaves ``lang`` out (the language is detected). ``--models auto`` (default) takes the shipped
 student when its ONNX build is in the models folder (POLYGLOT_MODELS_DIR, default ``var/models``), else the
-fixtures. ``tests/test_query_walk.py`` runs the walk on the fixtures and asserts the bound.
+fixtures. ``tests/house/test_query_walk.py`` runs the walk on the fixtures and asserts the bound.
 """
 
 from __future__ import annotations

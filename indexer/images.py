@@ -25,7 +25,8 @@ size), a JPEG is decoded by libjpeg's DCT scaling (Pillow's ``draft``: 1/2, 1/4 
 so the short side stays >= ``min_side``) and any other format is box-``reduce``d by an integer factor right
 after decoding, before orientation and mode conversion; EXIF orientation is applied after the reduction. A
 12-Mpx phone JPEG then costs ~6 ms and ~1 MB instead of 43 ms and 50 MB; the vectors stay within the cosine
-bound of ``tests/test_reduced_decode.py``. The limits above are checked on the header's full size all the same.
+bound of ``tests/collection/test_photo_library.py::test_reduced_decoding_keeps_the_vectors_of_full_decoding``.
+The limits above are checked on the header's full size all the same.
 HEIC/HEIF/AVIF open through pillow-heif, camera RAW through its embedded JPEG preview (:mod:`indexer.raw_preview`),
 both under the same limits.
 """

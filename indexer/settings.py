@@ -17,7 +17,7 @@ Read once, at an entry point — the service's lifespan (``create_app``), each C
 builds settings. For convenience (tests, scripts), a section's field may be given by its flat name:
 ``Settings(batch_size=4)`` is ``Settings(index=IndexSettings(batch_size=4))`` (the section's other fields still
 come from the environment), and ``settings.model_copy(update={"tower_path": p})`` updates the ``models`` section.
-Flat names are unique across the root and its flat sections (tests/test_settings.py).
+Flat names are unique across the root and its flat sections (tests/house/test_settings.py).
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ class TaggingSettings(BaseSettings):
     """Contextual tagging (env prefix ``POLYGLOT_TAG_``, e.g. ``POLYGLOT_TAG_W1=0.65``)."""
 
     model_config = SettingsConfigDict(env_prefix="POLYGLOT_TAG_", env_file=".env", extra="ignore")
-    # w1, w2: the defaults of indexer/tagging/ranking.py (DEFAULT_W1, DEFAULT_W2; tests/test_settings.py checks
+    # w1, w2: the defaults of indexer/tagging/ranking.py (DEFAULT_W1, DEFAULT_W2; tests/house/test_settings.py checks
     # they agree), written out here because the settings sit below every other module of the library.
 
     w1: float = Field(default=0.65, ge=0.0, le=10.0, description="Weight of cos(image, target tag), eq. 5.")

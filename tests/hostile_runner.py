@@ -8,7 +8,7 @@ corpus folder. For each call: the status, the seconds and the process's peak RSS
 A process of its own makes ``ru_maxrss`` a clean measure: its growth over the warmed-up baseline is the most
 memory any hostile image made the process touch. An address-space limit (baseline + ``--headroom-mb``) turns a
 runaway allocation into a ``MemoryError`` instead of the machine's OOM killer (the bug this catches asked for
-27 GB). Used by tests/test_hostile_images.py; by hand (prints the table)::
+27 GB). Used by tests/faults/test_hostile_images.py; by hand (prints the table)::
 
     .venv/bin/python tests/hostile_runner.py CORPUS_DIR WORK_DIR --make-corpus [--headroom-mb 2048]
 """

@@ -15,7 +15,7 @@ from its file to its vectors, in one place.
   :class:`E5OnnxEncoder`, ONNX Runtime (the default once ``polyglot models build`` ran). The graph is exported
   from the same 4-bit weights (indexer/export/e5.py) and the word-embedding rows are read from the same file, so
   the vectors stay those the shipped towers were trained on: cosine ≥ 0.999 to the C engine's (fp32 ≥ 0.9998,
-  int8 ≥ 0.985; tests/test_onnx_e5.py). ``variant``: ``fp32`` (the engine's dev recall in every language) or
+  int8 ≥ 0.985; tests/encoders/test_onnx_e5.py). ``variant``: ``fp32`` (the engine's dev recall in every language) or
   ``int8`` (per-channel dynamic quantisation, ~2.5x faster, within 0.004 R@10 of the engine except Czech, 0.494
   vs 0.514, where the language bridge amplifies the error; docs/results/issue13/README.md). The student's trunk
   (:mod:`indexer.student.encoder`) is this ONNX encoder with its own graph.

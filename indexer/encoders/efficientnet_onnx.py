@@ -1,7 +1,7 @@
 """EfficientNet-Lite0/Lite2 through ONNX Runtime: the default image backend once ``polyglot models build`` ran.
 
 Same name, same preprocessing and the same pooled features as the eager PyTorch encoder (cosine ≥ 0.9999 on
-real photos, tests/test_onnx_image.py), so the features cache, image spaces and indexes built with either
+real photos, tests/encoders/test_onnx_image.py), so the features cache, image spaces and indexes built with either
 backend are interchangeable; ~3x the eager model's throughput on this 2-core CPU (benchmarks/indexing.md).
 """
 

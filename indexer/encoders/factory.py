@@ -13,7 +13,7 @@ Everything that needs an encoder — the service, every CLI command, training, t
 
 All three build and never load (``load()`` before ``predict()``; nothing downloads here). The low-level
 constructors :func:`create_image_encoder` and :func:`create_text_encoder` name one class per model spec and are
-called by nothing but this module (tests/test_encoder_factory.py checks it over the source).
+called by nothing but this module (tests/encoders/test_encoder_factory.py checks it over the source).
 
 **Adding an encoder**: write its class (``load()``/``predict()``, :mod:`indexer.encoders.base`) in its own module,
 add its name to :class:`TextEncoderName` or :class:`ImageEncoderName` and one ``case`` to the ``match`` of

@@ -5,7 +5,7 @@ word embeddings (looked up outside the graph, see :meth:`E5Weights.word_embeddin
 type 0 → LayerNorm → 12 × (self-attention, LayerNorm, GELU FFN, LayerNorm) → mean over the text's tokens
 (``<s>`` and ``</s>`` included). The engine additionally rounds activations to int8 blocks inside its matrix
 products; the float graph is the model those 4-bit weights define (cosine ≥ 0.999 to the engine's vectors on
-dev captions, tests/test_onnx_e5.py). int8: ONNX Runtime's dynamic quantisation of the MatMul weights.
+dev captions, tests/encoders/test_onnx_e5.py). int8: ONNX Runtime's dynamic quantisation of the MatMul weights.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Which one an index folder uses is decided in one place, :mod:`indexer.store.vect
 ``new_vectors``, ``new_builder``); the image index (:mod:`indexer.image_index` and its ingest and maintenance
 parts) only ever talks to this interface. Ids are the SQL primary keys; vectors are unit float32 rows; scores are
 inner products (= cosines). A backend is not thread-safe by itself: the index holds a read/write lock around it.
-Adding a backend: docs in CONTRIBUTING.md ("Where to add a vector backend") and ``tests/test_vector_backends.py``.
+Adding a backend: docs in CONTRIBUTING.md ("Where to add a vector backend") and ``tests/collection/test_vector_backends.py``.
 """
 
 from __future__ import annotations

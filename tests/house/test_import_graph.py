@@ -6,7 +6,7 @@
 - the library and training never import the service: nothing in ``indexer`` or ``training`` imports ``app``,
   and ``indexer`` never imports ``training``.
 
-``python tests/test_import_graph.py`` prints the cycles and the forbidden imports it finds.
+``python tests/house/test_import_graph.py`` prints the cycles and the forbidden imports it finds.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("app", "indexer", "training")
 # Who may import whom: the house's one-way arrows (CONTRIBUTING.md).
 FORBIDDEN = {"indexer": ("app", "training"), "training": ("app",)}

@@ -20,7 +20,7 @@ from indexer.captions import Caption
 from indexer.image_index import ImageIndex
 
 pytestmark = pytest.mark.slow
-REPO_MODELS = Path(__file__).resolve().parents[1] / "var" / "models"
+REPO_MODELS = Path(__file__).resolve().parents[2] / "var" / "models"
 
 
 @pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped student")

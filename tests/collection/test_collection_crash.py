@@ -19,7 +19,7 @@ from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
 from indexer.settings import Settings
 
-TESTS_DIR = Path(__file__).parent
+TESTS_DIR = Path(__file__).resolve().parents[1]
 WRITER = textwrap.dedent(
     """
     import os, sys

@@ -19,7 +19,7 @@ from indexer.query import load_text_tower
 from indexer.settings import Settings
 
 pytestmark = pytest.mark.slow
-REPO_MODELS = Path(__file__).resolve().parents[1] / "var" / "models"
+REPO_MODELS = Path(__file__).resolve().parents[2] / "var" / "models"
 WORDS = ["plage", "mer", "ciel", "sable", "ordinateur", "cuisine", "chien", "voiture", "montagne", "neige", "vélo"]
 
 

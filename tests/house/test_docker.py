@@ -17,7 +17,7 @@ import yaml
 
 pytest_plugins = ("api_fixtures",)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 SECRETS = {"POLYGLOT_API_KEY": "test-key", "POSTGRES_PASSWORD": "test-password"}
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from hostile_images import corpus
 
-RUNNER = Path(__file__).with_name("hostile_runner.py")
+RUNNER = Path(__file__).resolve().parents[1] / "hostile_runner.py"
 SECONDS_PER_CALL = 5.0
 RSS_GROWTH_MB = 300
 

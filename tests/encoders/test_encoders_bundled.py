@@ -12,7 +12,7 @@ from indexer.encoders.factory import create_image_encoder, create_text_encoder
 from indexer.model_files import MUSE_ONNX
 
 pytestmark = pytest.mark.slow
-REPO_MODELS = Path(__file__).resolve().parents[1] / "var" / "models"
+REPO_MODELS = Path(__file__).resolve().parents[2] / "var" / "models"
 
 
 def synthetic_photo() -> Image.Image:

@@ -89,7 +89,7 @@ def test_image_spaces() -> None:
 @pytest.mark.parametrize("folder", ["tower", "tower-muse"])
 def test_shipped_towers_load_and_share_one_image_space(folder: str) -> None:
     """Switching between the shipped towers (POLYGLOT_TOWER_PATH) must never force re-indexing the photos."""
-    assets = Path(__file__).resolve().parents[1] / "indexer" / "assets"
+    assets = Path(__file__).resolve().parents[2] / "indexer" / "assets"
     tower = TextTower.from_pretrained(assets / folder)
     default = TextTower.from_pretrained(assets / "tower")
     assert tower.image_encoder == default.image_encoder == "efficientnet-lite2"

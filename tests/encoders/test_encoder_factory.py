@@ -13,7 +13,7 @@ import pytest
 from indexer.encoders import build_image_encoder, build_text_encoder, build_text_side
 from indexer.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LOW_LEVEL = {"create_text_encoder", "create_image_encoder"}
 FACTORY = "indexer/encoders/factory.py"
 

@@ -16,7 +16,7 @@ from indexer.settings import IndexSettings, ModelSettings, QuerySettings, Settin
 from indexer.store.index_kinds import VectorIndexSettings
 from indexer.tagging.ranking import DEFAULT_W1, DEFAULT_W2
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ import pytest
 from api_fixtures import free_port
 from PIL import Image
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 PIXELS = 9_000_000
 UPLOADS = 16
 MARGIN_MB = 150

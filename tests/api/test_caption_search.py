@@ -164,7 +164,7 @@ def test_shipped_alignments_load_and_match_their_checksums() -> None:
 
     from indexer.captions.alignment import shipped_alignments
 
-    folder = Path(__file__).resolve().parents[1] / "indexer" / "assets" / "align"
+    folder = Path(__file__).resolve().parents[2] / "indexer" / "assets" / "align"
     listed = {}
     for line in (folder / "README.md").read_text(encoding="utf-8").splitlines():
         parts = line.split()

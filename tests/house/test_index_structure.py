@@ -1,6 +1,6 @@
 """The image index's structure, read from the source with ``ast`` (issue 25): the facade on top of its parts, and
 the vector backend chosen in one place and used only through its interface. (No import cycle anywhere:
-``tests/test_import_graph.py``, whose graph reader this uses.)"""
+``tests/house/test_import_graph.py``, whose graph reader this uses.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from test_import_graph import import_graph
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BACKEND_CLASSES = {"FaissFileVectors", "MmapIvfIndex", "MilvusVectors", "MmapBuilder"}
 # Where a backend class may be named: its own module, and the one module that chooses the backend.
 BACKEND_HOMES = {

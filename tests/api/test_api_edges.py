@@ -20,8 +20,8 @@ from app.main import create_app
 from app.service_settings import ServiceSettings
 from indexer.images import content_hash
 
-pytest_plugins = ("api_fixtures",)  # imported in the functions that need more: see tests/test_api.py
-TESTS_DIR = Path(__file__).parent
+pytest_plugins = ("api_fixtures",)  # imported in the functions that need more: see tests/api/test_api.py
+TESTS_DIR = Path(__file__).resolve().parents[1]
 
 
 def png(colour: tuple[int, int, int] = (200, 30, 30)) -> bytes:

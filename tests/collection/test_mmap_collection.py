@@ -22,7 +22,7 @@ from indexer.store.sidecar import Sidecar
 # 4-bit codes rank poorly: re-ranking every candidate keeps this test about the bookkeeping, not about recall
 # (test_mmap_index.py measures recall on clustered data).
 RULE = VectorIndexSettings(flat_max=10, exact_max=10, hnsw_max=600, mmap_rerank=1000, mmap_snapshot_rows=5)
-TESTS_DIR = Path(__file__).parent
+TESTS_DIR = Path(__file__).resolve().parents[1]
 KILLED_REBUILD = textwrap.dedent(
     """
     import os, signal, sys

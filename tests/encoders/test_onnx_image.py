@@ -19,7 +19,7 @@ from indexer.encoders.factory import create_image_encoder
 from indexer.export.registry import IMAGE_EXPORTS
 
 pytestmark = pytest.mark.slow
-PHOTOS = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k" / "images"
+PHOTOS = Path(__file__).resolve().parents[3] / "shared" / "data" / "m30k-f8k" / "images"
 
 
 def sample_images() -> list[Image.Image]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-TRAINING = Path(__file__).resolve().parents[1] / "training"
+TRAINING = Path(__file__).resolve().parents[2] / "training"
 SHARED = {"data", "losses", "evaluation", "schedule"}
 FAMILIES = {"tower", "student", "align", "smalr", "translator", "clc"}
 REUSED = {"training.tower.space"}  # the space a tower is trained in: also SMALR's and the Translator's
