@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import insert
+from filtered_search import write_synthetic_rows  # benchmarks/ is the script's folder, first on sys.path
 
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
 from indexer.search_filters import PhotoFilter
 from indexer.settings import Settings
 from indexer.store.index_kinds import MMAP_KIND, VectorIndexSettings
-from indexer.store.metadata import ImageRow, MetadataStore, sqlite_url
+from indexer.store.metadata import MetadataStore, sqlite_url
 from indexer.store.sidecar import Sidecar
 from indexer.store.vector_files import FAISS_NAME, GENERATIONS_DIR, MmapBuilder
 from indexer.store.vectors import VectorIndex
@@ -59,26 +59,7 @@ def build(folder: Path, n: int, kind: str, settings: VectorIndexSettings) -> flo
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     store = MetadataStore(sqlite_url(folder / "metadata.sqlite"))
-    seconds = np.sort(rng.uniform(0, SPAN_DAYS * 86400, n))
-    with store.transaction() as session:
-        for start in range(0, n, CHUNK):
-            rows = [
-                {
-                    "id": i + 1,
-                    "path": f"/photos/f{i % 100:02d}/{i}.jpg",
-                    "sha256": f"{i:064x}",
-                    "width": 4000,
-                    "height": 3000,
-                    "bytes": 3_000_000,
-                    "added_at": START,
-                    "tags": [],
-                    "extra": {},
-                    "folder": f"/photos/f{i % 100:02d}",
-                    "taken_at": START + timedelta(seconds=float(seconds[i])),
-                }
-                for i in range(start, min(n, start + CHUNK))
-            ]
-            session.execute(insert(ImageRow), rows)
+    write_synthetic_rows(store, n, rng, places=False)
     store.close()
     if kind == MMAP_KIND:
         builder = MmapBuilder(folder, DIM, settings)
