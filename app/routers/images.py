@@ -12,8 +12,9 @@ requests never serve half a file.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from pathlib import Path as FsPath
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, Security, UploadFile, status
 from fastapi.responses import FileResponse, Response
@@ -62,28 +63,28 @@ async def require_admin(
 
 AdminDep = Annotated[None, Depends(require_admin)]
 
+_Read = TypeVar("_Read")
+
 _CACHE = {"Cache-Control": "public, max-age=86400"}
 _IMAGE_RESPONSE = {200: {"content": {"image/*": {"schema": {"type": "string", "format": "binary"}}}}}
 
 
-def _verified_or_404(engine: Engine, record: ImageRecord) -> tuple[bytes, str]:
+def _read_or_404(engine: Engine, record: ImageRecord, read: Callable[..., _Read], what: str) -> _Read:
+    """``read`` (a checked reader of indexed files) on ``record``, with a 404 that says why it cannot be ``what``."""
     try:
-        return verified_image(
-            record, engine.settings.served_roots(engine.images.folder), engine.settings.index.allowed_roots
-        )
+        return read(record, engine.settings.served_roots(engine.images.folder), engine.settings.index.allowed_roots)
     except ServedFileError as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be served: {exc}") from None
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be {what}: {exc}") from None
+
+
+def _verified_or_404(engine: Engine, record: ImageRecord) -> tuple[bytes, str]:
+    return _read_or_404(engine, record, verified_image, "served")
 
 
 def verified_bytes_or_404(engine: Engine, record: ImageRecord) -> bytes:
     """The indexed bytes of ``record``, checked as for serving (size, sha256, no link out of the roots), in any
     image format the indexer reads (HEIC, RAW): for thumbnails and tags."""
-    try:
-        return verified_bytes(
-            record, engine.settings.served_roots(engine.images.folder), engine.settings.index.allowed_roots
-        )
-    except ServedFileError as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be read: {exc}") from None
+    return _read_or_404(engine, record, verified_bytes, "read")
 
 
 def _thumbnail(engine: Engine, record: ImageRecord) -> FsPath:
