@@ -16,6 +16,9 @@ from indexer.settings import Settings
 
 # Keep tests light on the shared 2-core machine.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Rich sizes CLI tables and help to COLUMNS (else the terminal): one fixed width, so what the tests read does not
+# depend on the terminal that runs them. Tests of narrow terminals set their own COLUMNS over it.
+os.environ["COLUMNS"] = "160"
 
 POSTGRES_URL = os.environ.get("POLYGLOT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
