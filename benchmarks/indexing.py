@@ -51,6 +51,7 @@ def settings_for(
     backend: str = "auto",
     decode: str = "reduced",
     workers: int | None = None,
+    precision: str = "int8",
 ) -> Settings:
     return Settings(
         decode_full_size=decode == "full",
@@ -61,20 +62,30 @@ def settings_for(
         image_encoder=encoder,
         encoder_backend=backend,  # type: ignore[arg-type]
         batch_size=batch_size,
+        image_precision=precision,  # type: ignore[arg-type]
         **({"indexing_workers": workers} if workers else {}),
     )
 
 
 def bench_encoder(
-    name: str, photos: list[Path], batch_size: int, backend: str, decode: str, workers: int | None = None
+    name: str,
+    photos: list[Path],
+    batch_size: int,
+    backend: str,
+    decode: str,
+    workers: int | None = None,
+    precision: str = "int8",
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"encoder": name, "images": len(photos), "batch_size": batch_size, "decode": decode}
     root = Path(tempfile.mkdtemp(prefix="bench-index-"))
     try:
-        settings = settings_for(root, name, batch_size, backend=backend, decode=decode, workers=workers)
+        settings = settings_for(
+            root, name, batch_size, backend=backend, decode=decode, workers=workers, precision=precision
+        )
         index = ImageIndex.open(settings, image_space=ImageSpace("l2"))
         encoder: Any = index.encoder
         result["backend"] = getattr(encoder, "backend", "torch")
+        result["precision"] = getattr(encoder, "precision", "fp32")  # what ran: int8 falls back where it cannot
         encoder.load()  # model loading is a one-off cost, not throughput
         warm = [encoder.prepare(decode_image(photos[0].read_bytes()))]
         encoder.predict_prepared(warm)  # warm-up (oneDNN kernels)
@@ -109,10 +120,13 @@ def bench_encoder(
         size = encoder.input_size
         batch = list(np.random.default_rng(0).standard_normal((batch_size, 3, size, size), dtype=np.float32))
         batches = max(1, len(photos) // batch_size)
-        encoder.predict_prepared(batch)  # warm-up
+        # The threads an indexing worker gives a call: one each when several workers share the cores.
+        threads = 1 if result["index_workers"] > 1 and getattr(encoder, "per_call_threads", False) else None
+        result["model_threads"] = threads or "session default"
+        encoder.predict_prepared(batch, threads=threads)  # warm-up
         start, cpu = time.perf_counter(), time.process_time()
         for _ in range(batches):
-            encoder.predict_prepared(batch)
+            encoder.predict_prepared(batch, threads=threads)
         result["model_images_per_s"] = batches * batch_size / (time.perf_counter() - start)
         result["model_cpu_s_per_image"] = (time.process_time() - cpu) / (batches * batch_size)
     finally:
@@ -182,16 +196,18 @@ def markdown(results: list[dict[str, Any]], opened: dict[str, Any] | None, comma
         f"(1 min) {load_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs. When the load exceeds the CPU count, other jobs shared "
         "the cores during the run: absolute numbers are then pessimistic and the ratios more telling.",
         "",
-        "| encoder | backend | decode | images | batch | workers | indexing img/s (decode incl.) | indexing CPU ms/img "
+        "| encoder | backend | precision | decode | images | batch | workers | indexing img/s (decode incl.) "
+        "| indexing CPU ms/img "
         "| 2 / CPU s: img/s two idle cores reach | load avg during | decode+preprocess img/s (CPU ms/img) "
         "| model-only img/s (CPU ms/img) | FAISS bytes/img | SQLite bytes/img | memory bytes/img |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         cpu = r.get("index_cpu_s_per_image")
         load = r.get("load_average_1min")
         lines.append(
-            f"| {r['encoder']} | {r['backend']} | {r.get('decode', 'full')} | {r['images']} | {r['batch_size']} "
+            f"| {r['encoder']} | {r['backend']} | {r.get('precision', 'fp32')} | {r.get('decode', 'full')} "
+            f"| {r['images']} | {r['batch_size']} "
             f"| {r.get('index_workers', 1)} | {r['index_images_per_s']:.1f} "
             f"| {_ms(cpu)} | {f'{2 / cpu:.0f}' if cpu else '–'} "
             f"| {f'{load[0]:.1f}–{load[1]:.1f}' if load else '–'} "
@@ -220,6 +236,13 @@ def main() -> None:
     parser.add_argument("--encoders", nargs="+", default=["efficientnet-lite0", "efficientnet-lite2"])
     parser.add_argument(
         "--backends", nargs="+", default=["onnx", "torch"], help="POLYGLOT_ENCODER_BACKEND values to compare."
+    )
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        default=["int8"],
+        choices=["int8", "fp32"],
+        help="POLYGLOT_IMAGE_PRECISION values to compare (int8: the default since issue 27, CPU ONNX only).",
     )
     parser.add_argument("--open-encoder", default="efficientnet-lite2")
     parser.add_argument("--open-cache-dir", type=Path, default=Path("var/cache"), help="Features cache to reuse.")
@@ -261,9 +284,12 @@ def main() -> None:
     try:
         for name in args.encoders:
             for backend in args.backends:
-                for decode in [d for _ in range(args.repeats) for d in args.decodes]:
-                    print(f"benchmarking {name} ({backend}, {decode} decode) on {len(sample)} photos …", flush=True)
-                    results.append(bench_encoder(name, sample, args.batch_size, backend, decode, args.workers))
+                runs = [(d, p) for _ in range(args.repeats) for d in args.decodes for p in args.precisions]
+                for decode, precision in runs:
+                    print(f"benchmarking {name} ({backend}, {precision}, {decode} decode) on {len(sample)} photos …")
+                    results.append(
+                        bench_encoder(name, sample, args.batch_size, backend, decode, args.workers, precision)
+                    )
                     print(json.dumps(results[-1]), flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

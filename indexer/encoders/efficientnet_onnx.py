@@ -3,6 +3,11 @@
 Same name, same preprocessing and the same pooled features as the eager PyTorch encoder (cosine ≥ 0.9999 on
 real photos, tests/encoders/test_onnx_image.py), so the features cache, image spaces and indexes built with either
 backend are interchangeable; ~3x the eager model's throughput on this 2-core CPU (benchmarks/indexing.md).
+
+``precision="int8"`` (POLYGLOT_IMAGE_PRECISION, EfficientNet-Lite2 on the CPU) runs the statically quantised graph
+of :mod:`indexer.export.efficientnet_int8`: ~0.65x the CPU time, vectors within the bound that keeps indexes and
+served recall interchangeable with fp32 (docs/image-int8.md). Its features are cached apart (``cache_name``), so
+an evaluation of one precision never reads the other's vectors.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ from indexer.encoders.imagenet import imagenet_class_names
 from indexer.encoders.onnx_session import open_session
 from indexer.encoders.preprocess import efficientnet_lite_pixels
 from indexer.export.efficientnet import FEATURES_FILE, HEAD_FILE
-from indexer.export.registry import IMAGE_EXPORTS
+from indexer.export.registry import IMAGE_EXPORTS, IMAGE_INT8_EXPORTS
 
 _SIZES = {"efficientnet-lite0": 224, "efficientnet-lite2": 260}
 SUB_BATCH = 4  # photos per session call (see the module docstring)
+PRECISIONS = ("int8", "fp32")
 
 
 class EfficientNetLiteOnnxEncoder(ImageEncoder):
@@ -31,12 +37,23 @@ class EfficientNetLiteOnnxEncoder(ImageEncoder):
     backend = "onnx"
 
     def __init__(
-        self, name: str, models_dir: Path, device: str = "cpu", threads: int | None = None, spinning: bool = False
+        self,
+        name: str,
+        models_dir: Path,
+        device: str = "cpu",
+        threads: int | None = None,
+        spinning: bool = False,
+        precision: str = "fp32",
     ) -> None:
         super().__init__()
         if name not in _SIZES:
             raise ValueError(f"unknown EfficientNet-Lite variant {name!r}; choose from {sorted(_SIZES)}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown image precision {precision!r}; choose int8 or fp32")
+        if precision == "int8" and name not in IMAGE_INT8_EXPORTS:
+            raise ValueError(f"{name} has no int8 build (only {', '.join(IMAGE_INT8_EXPORTS)}): use fp32")
         self.name = name
+        self.precision = precision
         self.input_size = _SIZES[name]
         self.models_dir = Path(models_dir)
         self.device = device
@@ -50,13 +67,20 @@ class EfficientNetLiteOnnxEncoder(ImageEncoder):
 
     @property
     def export(self) -> BuiltModel:
+        """The fp32 build: the classifier head, and the features graph unless int8."""
         return IMAGE_EXPORTS[self.name]
+
+    @property
+    def cache_name(self) -> str:
+        return self.name if self.precision == "fp32" else f"{self.name}-int8"
 
     def _load(self) -> None:
         files = verify(self.export, self.models_dir)
         self._features_path = files[FEATURES_FILE]
+        if self.precision == "int8":
+            self._features_path = verify(IMAGE_INT8_EXPORTS[self.name], self.models_dir)[FEATURES_FILE]
         self._session = open_session(
-            files[FEATURES_FILE], threads=self.threads, device=self.device, spinning=self.spinning
+            self._features_path, threads=self.threads, device=self.device, spinning=self.spinning
         )
         with np.load(files[HEAD_FILE]) as head:
             self._head = (np.ascontiguousarray(head["weight"].T), head["bias"])

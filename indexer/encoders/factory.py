@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from indexer.built_models import BuiltModel, is_built
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.onnx_session import ENCODER_BACKENDS, cuda_available_for_onnx
-from indexer.export.registry import E5_SMALL_ONNX, IMAGE_EXPORTS
+from indexer.export.registry import E5_SMALL_ONNX, IMAGE_EXPORTS, IMAGE_INT8_EXPORTS
 from indexer.settings import Settings
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ def build_image_encoder(
         models_dir=settings.resolved_models_dir,
         backend=models.encoder_backend,
         threads=threads if threads is not None else models.torch_threads,
+        precision=models.image_precision,
     )
 
 
@@ -156,9 +157,11 @@ def create_image_encoder(
     models_dir: Path | None = None,
     backend: str = "auto",
     threads: int | None = None,
+    precision: str = "fp32",
 ) -> ImageEncoder:
     """Build (not load) the image encoder named by ``spec``; bundled CNNs run through ONNX Runtime when their
-    export is in ``models_dir`` (see :func:`use_onnx`). Call :func:`build_image_encoder` instead."""
+    export is in ``models_dir`` (see :func:`use_onnx`), in ``precision`` where :func:`image_precision` allows.
+    Call :func:`build_image_encoder` instead."""
     kind, argument = _split(spec)
     try:
         name = ImageEncoderName(kind)
@@ -176,11 +179,27 @@ def create_image_encoder(
             from indexer.encoders.efficientnet_onnx import EfficientNetLiteOnnxEncoder
 
             assert models_dir is not None
-            return EfficientNetLiteOnnxEncoder(name.value, models_dir, device=device, threads=threads)
+            precision = image_precision(name.value, precision, models_dir, device, backend)
+            return EfficientNetLiteOnnxEncoder(
+                name.value, models_dir, device=device, threads=threads, precision=precision
+            )
         case _:
             from indexer.encoders.efficientnet import EfficientNetLiteEncoder
 
             return EfficientNetLiteEncoder(name.value, device=device)
+
+
+def image_precision(name: str, precision: str, models_dir: Path, device: str, backend: str) -> str:
+    """The precision an ONNX image CNN runs in: int8 only on the CPU (ONNX Runtime's CUDA provider has no int8
+    convolutions) and only for the CNNs with an int8 build; with the ``auto`` backend, fp32 until that build is
+    there (the vectors are interchangeable, so an index does not care), with ``onnx`` loading names the build."""
+    if precision not in ("int8", "fp32"):
+        raise UnknownEncoderError(f"unknown image precision {precision!r}; choose int8 or fp32")
+    if precision == "fp32" or device.startswith("cuda") or name not in IMAGE_INT8_EXPORTS:
+        return "fp32"
+    if backend == "auto" and not is_built(IMAGE_INT8_EXPORTS[name], models_dir):
+        return "fp32"
+    return "int8"
 
 
 def create_text_encoder(

@@ -8,6 +8,7 @@ from typing import Any
 from indexer.asset_paths import (
     E5_FP32_FILE,
     E5_INT8_FILE,
+    IMAGE_INT8_RANGES,
     SHIPPED_STUDENT,
     STUDENT_FP32_FILE,
     STUDENT_INT8_FILE,
@@ -31,6 +32,18 @@ def _efficientnet(name: str) -> BuiltModel:
         return {**export_efficientnet_lite(name, folder), **library_versions()}
 
     return BuiltModel(f"{name}-onnx", (FEATURES_FILE, HEAD_FILE), source, build)
+
+
+def _efficientnet_int8(name: str) -> BuiltModel:
+    """The int8 features graph (:mod:`indexer.export.efficientnet_int8`); its source is the shipped activation
+    ranges, so new ranges rebuild it. The classifier head stays in the fp32 build."""
+
+    def build(folder: Path) -> dict[str, Any]:
+        from indexer.export.efficientnet_int8 import export_efficientnet_lite_int8
+
+        return {**export_efficientnet_lite_int8(name, folder), **library_versions()}
+
+    return BuiltModel(f"{name}-int8-onnx", (FEATURES_FILE,), lambda: IMAGE_INT8_RANGES[name], build)
 
 
 def _e5_small() -> BuiltModel:
@@ -74,13 +87,21 @@ def student_export(folder: Path) -> BuiltModel:
 
 EFFICIENTNET_LITE0_ONNX = _efficientnet("efficientnet-lite0")
 EFFICIENTNET_LITE2_ONNX = _efficientnet("efficientnet-lite2")
+EFFICIENTNET_LITE2_INT8_ONNX = _efficientnet_int8("efficientnet-lite2")
 E5_SMALL_ONNX = _e5_small()
 
 E5_STUDENT_ONNX = student_export(SHIPPED_STUDENT) if (SHIPPED_STUDENT / STUDENT_TRUNK_DELTA).exists() else None
 
 BUILT_MODELS: dict[str, BuiltModel] = {
     model.key: model
-    for model in (EFFICIENTNET_LITE0_ONNX, EFFICIENTNET_LITE2_ONNX, E5_SMALL_ONNX, E5_STUDENT_ONNX)
+    for model in (
+        EFFICIENTNET_LITE0_ONNX,
+        EFFICIENTNET_LITE2_ONNX,
+        EFFICIENTNET_LITE2_INT8_ONNX,
+        E5_SMALL_ONNX,
+        E5_STUDENT_ONNX,
+    )
     if model is not None
 }
 IMAGE_EXPORTS = {"efficientnet-lite0": EFFICIENTNET_LITE0_ONNX, "efficientnet-lite2": EFFICIENTNET_LITE2_ONNX}
+IMAGE_INT8_EXPORTS = {"efficientnet-lite2": EFFICIENTNET_LITE2_INT8_ONNX}  # POLYGLOT_IMAGE_PRECISION=int8
