@@ -212,8 +212,9 @@ class Maintenance:
     ) -> tuple[dict[int, np.ndarray], builtins.list[tuple[str, str]]]:
         """Raw features by id for ``(id, sha256, path)`` rows: cached, else re-encoded from the file."""
         state = self.state
+        side = state.settings.index.decode_side(state.encoder.decode_side)  # as `index add` decodes: same vectors
         return reencode(
-            keys, state.feature_cache(), state.encoder.prepare, state.loaded_encoder, state.settings, progress
+            keys, state.feature_cache(), state.encoder.prepare, state.loaded_encoder, state.settings, progress, side
         )
 
     def rebuild(self, *, progress: bool = True) -> AddReport:
