@@ -13,8 +13,9 @@ the sidecar, under the lock, and the sidecar held in memory records the revision
   a rebuild's new set) or its appends taken in (sets changed in place), before this process writes after it;
 * a process that is not writing (the service between uploads) checks when it searches, at most every
   ``REFRESH_SECONDS`` and with one ``stat`` of the sidecar (:meth:`Revisions.replaced`): only a replaced sidecar
-  file is read, and only a new revision loads vectors (beside the ones serving, then swapped in). Sidecars and FAISS files are replaced atomically (rename)
-  and ``ivf-pq-mmap`` rows are appended in order, so what it reads without the lock is a whole saved state.
+  file is read, and only a new revision loads vectors (beside the ones serving, then swapped in). Sidecars and
+  FAISS files are replaced atomically (rename) and ``ivf-pq-mmap`` rows are appended in order, so what it reads
+  without the lock is a whole saved state.
 
 What this does not cover is a writer killed between saving its vectors and saving the sidecar, or before its first
 save: its rows without vectors are restored by the next open's reconciliation, as before.
@@ -36,10 +37,10 @@ log = logging.getLogger("indexer.image_index")  # logged under the public class'
 
 __all__ = ["REFRESH_SECONDS", "Revisions", "catch_up", "file_stamp"]
 
-REFRESH_SECONDS = 1.0  # how stale a reading process may be (read at each check: tests shorten it)
+REFRESH_SECONDS = 1.0  # how long a reading process may serve vectors older than another process's save
 
 FileStamp = tuple[int, int, int] | None  # (inode, mtime ns, size) of the sidecar file; None when there is none
-UNSEEN: FileStamp = (-1, -1, -1)  # no file compared yet: the first check reads the sidecar once
+UNSEEN: FileStamp = (-1, -1, -1)  # matches no file: the next check reads the sidecar again
 
 
 def file_stamp(path: Path) -> FileStamp:
@@ -63,9 +64,9 @@ class Revisions:
         # A search compares the clock with this (an attribute: no call) and only then calls replaced().
         self.next_check = time.monotonic() + REFRESH_SECONDS
 
-    def saw(self, stamp: FileStamp | None = None) -> None:
-        """This sidecar file (default: the one on disk now) is what the index holds: after a save or a catch-up."""
-        self.seen = file_stamp(self.path) if stamp is None else stamp
+    def saw(self) -> None:
+        """The sidecar file on disk now is what the index holds (after a save, under the lock)."""
+        self.seen = file_stamp(self.path)
 
     def forget(self) -> None:
         """Read the sidecar again at the next check (taking in what it names failed this time)."""
@@ -90,7 +91,7 @@ def catch_up(state: IndexState, revisions: Revisions, *, writing: bool) -> bool:
     on_disk = Sidecar.load(state.folder)
     if on_disk is None:
         return False
-    revisions.saw(stamp)  # whatever follows, this file is dealt with
+    revisions.seen = stamp  # whatever follows, this file is dealt with
     current = state.vectors
     kind = current.kind if current is not None else state.sidecar.index_type
     same_set = on_disk.files.get("vectors") == vf.vector_files(current) and on_disk.index_type == kind
