@@ -23,11 +23,14 @@ rows, then rewrites the file. So after a crash the FAISS file can only hold ids 
 ids SQL has; :meth:`ImageIndex.open` reconciles both (drop / re-add from the features cache). Paths are unique
 in SQL, so a re-run after a crash skips what was committed and never duplicates.
 Threads: searches take a shared lock, FAISS mutations/swaps an exclusive one (no reader sees a half-changed
-index); writes are serialised in-process and across processes (``flock`` on ``.write.lock``)."""
+index); writes are serialised in-process and across processes (``flock`` on ``.write.lock``).
+Processes: each save increments the sidecar's ``revision``; a writer takes in what another process saved before it
+writes (never saving over it), and a reader within a second (:mod:`indexer.store.revisions`)."""
 
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +50,7 @@ from indexer.store.maintenance import Maintenance
 from indexer.store.metadata import ImageRecord, MetadataStore, sqlite_url
 from indexer.store.opening import IndexMismatchError, IndexNotFoundError
 from indexer.store.photo_ingest import PhotoIngest
+from indexer.store.revisions import Revisions
 from indexer.store.sidecar import DB_NAME
 from indexer.store.vector_files import load_vectors
 
@@ -72,9 +76,9 @@ class Hit:
 class ImageIndex:
     """One image index folder, opened: search it, add photos, remove them, rebuild it, describe it."""
 
-    def __init__(self, state: IndexState) -> None:
+    def __init__(self, state: IndexState, revisions: Revisions) -> None:
         self._state = state
-        self._maintenance = Maintenance(state)
+        self._maintenance = Maintenance(state, revisions)
         self._ingest = PhotoIngest(state, self._maintenance)
         self.rebuilt_on_open: AddReport | None = None
 
@@ -97,6 +101,7 @@ class ImageIndex:
         kept in ``rebuilt_on_open``); ``progress`` shows a bar for that rebuild.
         """
         folder = Path(settings.resolved_index_dir)
+        revisions = Revisions(folder)  # before the sidecar is read: a save after this is noticed
         sidecar = opening.read_sidecar(folder, create=create)
         encoder = encoder or build_image_encoder(settings)
         opening.check_encoder(folder, sidecar, encoder)
@@ -106,7 +111,7 @@ class ImageIndex:
             sidecar = opening.create_sidecar(folder, encoder, space)
         store = MetadataStore(settings.database_url or sqlite_url(folder / DB_NAME))
         vectors = load_vectors(folder, sidecar, settings.vector_index)
-        index = cls(IndexState(folder, settings, encoder, space, sidecar, store, vectors))
+        index = cls(IndexState(folder, settings, encoder, space, sidecar, store, vectors), revisions)
         try:
             if stale:
                 index.rebuilt_on_open = index.rebuild(progress=progress)
@@ -159,22 +164,32 @@ class ImageIndex:
 
     def __len__(self) -> int:
         """Vectors in the index (a search's ``total_images``: read here, as ``search`` reads, so that a text query
-        runs through no more modules than the lock and the backend)."""
+        runs through no more modules than the lock and the backend, and the revision check once a second)."""
+        self._take_in_saves()
         state = self._state
         with state.rw.read():
             return len(state.vectors) if state.vectors is not None else 0
 
     # ------------------------------------------------------------------ reading
+    def _take_in_saves(self) -> None:
+        """Serve what another process saved to the folder (``serve`` beside ``index watch``) within
+        ``revisions.REFRESH_SECONDS``: between checks a clock read, at a check one ``stat``; the sidecar and the
+        vectors are read only when another process saved (:mod:`indexer.store.revisions`)."""
+        revisions = self._maintenance.revisions
+        if time.monotonic() >= revisions.next_check and revisions.replaced():
+            self._maintenance.refresh()
 
     def search(
         self, vectors: np.ndarray, k: int, offset: int = 0, allowed: np.ndarray | None = None
     ) -> builtins.list[builtins.list[Hit]]:
         """Best ``k`` hits per query row after skipping ``offset``, best first; ``allowed``: only these ids
-        (a filter, applied inside the search: :mod:`indexer.store.filtered`)."""
+        (a filter, applied inside the search: :mod:`indexer.store.filtered`). What another process saved to the
+        folder is served within ``revisions.REFRESH_SECONDS`` (:mod:`indexer.store.revisions`)."""
         queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         if self.dim is not None and queries.shape[1] != self.dim:
             raise ValueError(f"query vectors have {queries.shape[1]} dimensions; the index stores {self.dim}")
         skip = max(0, offset)
+        self._take_in_saves()
         state = self._state
         with state.rw.read():
             if state.vectors is None or k <= 0:
@@ -183,6 +198,7 @@ class ImageIndex:
         return [[Hit(i, s) for i, s in zip(r.ids, r.scores, strict=True)][skip : skip + k] for r in results]
 
     def vector(self, id: int) -> np.ndarray | None:
+        self._take_in_saves()
         state = self._state
         with state.rw.read():
             return state.vectors.reconstruct(id) if state.vectors is not None else None

@@ -126,6 +126,16 @@ class IndexSettings(BaseSettings):
         default=1.0, ge=0.05, le=600, description="Quiet time after file changes before the watcher applies them."
     )
 
+    def decode_side(self, encoder_side: int | None) -> int | None:
+        """The short side a photo is decoded down to for its vector (:func:`indexer.images.decode_image`'s
+        ``min_side``): the encoder's (``encoder.decode_side``), and the thumbnail's when it is written from the same
+        decode (a 256-px thumbnail needs a short side of at most 256); None: full size. Every path that encodes a
+        photo uses it (``index add``, uploads, re-encoding in rebuilds and reconciliation, Ray workers), so a photo
+        gets the same vector whichever path encoded it."""
+        if self.decode_full_size or encoder_side is None:
+            return None
+        return max(encoder_side, self.thumbnail_size) if self.index_thumbnails else encoder_side
+
 
 class QuerySettings(BaseSettings):
     """The query side: the query cache, date ordering, caption → caption search, cross-lingual consistency."""

@@ -42,9 +42,10 @@ class RayRun:
 class Embedder:
     """A Ray Data actor: the encoder is loaded once per actor, then each call embeds one batch of photo paths."""
 
-    def __init__(self, encoder: ImageEncoder, max_pixels: int) -> None:
+    def __init__(self, encoder: ImageEncoder, max_pixels: int, min_side: int | None = None) -> None:
         self.encoder = encoder
         self.max_pixels = max_pixels
+        self.min_side = min_side  # the reduced decode of `index add` (IndexSettings.decode_side): the same features
         self.encoder.load()
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -55,7 +56,8 @@ class Embedder:
             try:
                 data = Path(path).read_bytes()
                 hashes[row] = content_hash(data)
-                prepared.append(self.encoder.prepare(decode_image(data, max_pixels=self.max_pixels)))
+                image = decode_image(data, max_pixels=self.max_pixels, min_side=self.min_side)
+                prepared.append(self.encoder.prepare(image))
                 rows.append(row)
             except OSError as exc:
                 errors[row] = f"cannot read: {exc.strerror or exc}"
@@ -94,13 +96,15 @@ def embed_missing(
     encoder: ImageEncoder,
     *,
     max_pixels: int,
+    min_side: int | None = None,
     batch_size: int,
     workers: int,
     gpus_per_worker: float = 0.0,
     address: str | None = None,
     progress: bool = True,
 ) -> RayRun:
-    """Embed the photos of the shards not written yet, writing each shard as soon as all its rows are back."""
+    """Embed the photos of the shards not written yet, writing each shard as soon as all its rows are back.
+    ``min_side``: decode each photo down to this short side, as ``index add`` does (``IndexSettings.decode_side``)."""
     missing = plan.missing()
     run = RayRun(resumed_shards=plan.count - len(missing))
     if not missing:
@@ -118,7 +122,7 @@ def embed_missing(
         resources: dict[str, Any] = {"num_gpus": gpus_per_worker} if gpus_per_worker else {"num_cpus": 1}
         embedded = ray.data.from_items(items).map_batches(
             Embedder,
-            fn_constructor_args=(encoder, max_pixels),
+            fn_constructor_args=(encoder, max_pixels, min_side),
             batch_size=batch_size,
             batch_format="numpy",
             concurrency=workers,

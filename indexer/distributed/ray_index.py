@@ -45,6 +45,7 @@ def add_with_ray(
             plan,
             index.encoder,
             max_pixels=index.settings.index.max_image_pixels,
+            min_side=index.settings.index.decode_side(index.encoder.decode_side),  # as `index add` decodes
             batch_size=index.settings.index.batch_size,
             workers=workers,
             gpus_per_worker=gpus_per_worker,

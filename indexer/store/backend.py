@@ -85,7 +85,9 @@ class VectorBackend(Protocol):
 
     def catch_up(self) -> None:
         """Take in what another writing process appended to the same set since it was opened (sets changed in
-        place); nothing for sets that are rewritten whole."""
+        place); nothing for sets that are saved whole (another process's save is loaded whole instead). Called
+        with or without the folder's lock (a reading process): it reads only what a save made whole.
+        When either is called: :mod:`indexer.store.revisions`."""
         ...
 
     def ping(self) -> None:

@@ -45,7 +45,7 @@ class IndexState:
         self.settings = settings
         self.encoder = encoder
         self.space = space
-        self.sidecar = sidecar
+        self.sidecar = sidecar  # as this process last loaded or saved it: its revision is that of ``vectors``
         self.store = store
         self.vectors = vectors
         self.rw = ReadWriteLock()  # searches share it; adding, removing and swapping vectors take it alone

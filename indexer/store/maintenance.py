@@ -30,7 +30,8 @@ from indexer.store.index_state import IndexState
 from indexer.store.ingest import AddReport
 from indexer.store.locks import LOCK_NAME, IndexBusyError, process_lock
 from indexer.store.reencode import reencode
-from indexer.store.sidecar import DB_NAME, Sidecar
+from indexer.store.revisions import Revisions, catch_up
+from indexer.store.sidecar import DB_NAME
 from indexer.store.sql import redact_url
 from indexer.store.uploads import UPLOADS_DIR, remove_orphan_uploads
 
@@ -44,8 +45,9 @@ REBUILD_CHUNK = 50_000  # features read and transformed per step of a rebuild: 2
 class Maintenance:
     """The maintenance role of one open index (see the module docstring)."""
 
-    def __init__(self, state: IndexState) -> None:
+    def __init__(self, state: IndexState, revisions: Revisions) -> None:
         self.state = state
+        self.revisions = revisions  # the sidecar file this process last loaded or saved
         self._write_mutex = threading.RLock()
         self._writer_depth = 0
 
@@ -53,8 +55,8 @@ class Maintenance:
     @contextmanager
     def writing(self) -> Iterator[None]:
         """Hold the index for writing: in this process (re-entrant: add → kind change → rebuild) and across
-        processes; the vectors another process changed in place are taken in first, and a save left pending by a
-        full disk is retried (refusing the write, with the same reason, while there is still no space)."""
+        processes; what another process saved since this one loaded or saved is taken in first, and a save left
+        pending by a full disk is retried (refusing the write, with the same reason, while there is still no space)."""
         state = self.state
         with self._write_mutex:
             if self._writer_depth:  # re-entered: the file lock is already ours
@@ -68,7 +70,8 @@ class Maintenance:
                 self._writer_depth = 1
                 try:
                     with translated(state.folder):
-                        self._catch_up()
+                        # Another process may have saved since this one loaded or saved: write after it, not over it.
+                        catch_up(state, self.revisions, writing=True)
                         self._retry_pending_save()
                         yield
                 finally:
@@ -78,31 +81,36 @@ class Maintenance:
         state = self.state
         if state.read_only_reason is None:
             return
+        # What the failed save held (a reconcile's restored vectors) may have been replaced by another process's
+        # save since: reconcile again (a no-op when nothing is missing), then save.
+        self._reconcile()
         self.persist()
         log.warning(
             "the pending index save succeeded: the index is writable again", extra={"folder": str(state.folder)}
         )
         state.read_only_reason = None
 
-    def _catch_up(self) -> None:
-        """ivf-pq-mmap folders and Milvus collections change in place: take in what another writing process
-        appended (its rows and deletes), or the new set its rebuild switched to, before writing after it."""
-        state = self.state
-        on_disk = Sidecar.load(state.folder)
-        current = state.vectors
-        if on_disk is None or not (vf.changes_in_place(current.kind if current else "flat") or vf.in_place(on_disk)):
-            return  # the other kinds are rewritten whole; reconciling on open covers another process's writes
-        if on_disk.files.get("vectors") != vf.vector_files(current):
-            state.swap_vectors(vf.load_vectors(state.folder, on_disk, state.index_settings))
-            state.sidecar.index_type, state.sidecar.files = on_disk.index_type, on_disk.files
+    def refresh(self) -> None:
+        """In a process that is not writing now: serve what another process saved since this one last loaded or
+        saved (the facade calls this when ``revisions.replaced()``; see :mod:`indexer.store.revisions`). Never
+        raises: a save that cannot be read now leaves the current vectors serving, and is tried at the next check."""
+        if not self._write_mutex.acquire(blocking=False):
+            self.revisions.forget()  # a write in this process takes it in under the lock; look again next time
             return
-        if current is not None:
-            with state.rw.write():
-                current.catch_up()
+        try:
+            if self._writer_depth:  # re-entered from this thread's own write session, which took it in
+                return
+            catch_up(self.state, self.revisions, writing=False)
+        except Exception as exc:
+            self.revisions.forget()
+            log.warning("could not take in another process's save", extra={"error": str(exc)})
+        finally:
+            self._write_mutex.release()
 
     # ------------------------------------------------------------------ persisting
     def persist(self) -> None:
-        """Make the vectors durable, then write the sidecar (atomically: it names the vector files)."""
+        """Make the vectors durable, then write the sidecar (atomically: it names the vector files) under the next
+        revision (called under the folder's lock, after :func:`~indexer.store.revisions.catch_up`)."""
         state = self.state
         with state.rw.read():
             vectors = state.vectors
@@ -117,7 +125,13 @@ class Maintenance:
         changed_files = sidecar.index_type != kind or sidecar.files.get("vectors") != named
         sidecar.count, sidecar.index_type = count, kind
         sidecar.files["vectors"] = named
-        sidecar.save(state.folder)
+        sidecar.revision += 1
+        try:
+            sidecar.save(state.folder)
+        except BaseException:
+            sidecar.revision -= 1  # not saved: still the revision on disk (no reload of our own state next time)
+            raise
+        self.revisions.saw()
         if changed_files:  # a rebuild replaced the vector set: the old one is garbage now
             vf.remove_unnamed(state.folder, sidecar)
             if vectors is not None:
@@ -198,8 +212,9 @@ class Maintenance:
     ) -> tuple[dict[int, np.ndarray], builtins.list[tuple[str, str]]]:
         """Raw features by id for ``(id, sha256, path)`` rows: cached, else re-encoded from the file."""
         state = self.state
+        side = state.settings.index.decode_side(state.encoder.decode_side)  # as `index add` decodes: same vectors
         return reencode(
-            keys, state.feature_cache(), state.encoder.prepare, state.loaded_encoder, state.settings, progress
+            keys, state.feature_cache(), state.encoder.prepare, state.loaded_encoder, state.settings, progress, side
         )
 
     def rebuild(self, *, progress: bool = True) -> AddReport:

@@ -149,7 +149,8 @@ class PhotoIngest:
     # ------------------------------------------------------------------ uploads
     def add_upload(self, data: bytes, filename: str, metadata: dict | None = None) -> ImageRecord:
         state, maintenance = self.state, self.maintenance
-        image = decode_image(data, max_pixels=state.settings.index.max_image_pixels)
+        # Decoded as `index add` decodes a file (reduced to decode_side): the same photo gets the same vector.
+        image = decode_image(data, max_pixels=state.settings.index.max_image_pixels, min_side=self.decode_side())
         sha = content_hash(data)
         meta = dict(metadata or {})
         meta["extra"] = {**(meta.get("extra") or {}), "filename": filename}
@@ -169,7 +170,7 @@ class PhotoIngest:
             try:
                 with translated(state.folder, len(data), "upload"):
                     atomic_write_bytes(target, data)
-                    item = Item(target, data, sha, None, meta, image.size)
+                    item = Item(target, data, sha, None, meta)  # the size from the header: the decode's is reduced
                     records = self.ingest_batch([item], report, self.prepare([item], {sha: image}))
                     maintenance.persist()
                 done = True
@@ -233,13 +234,9 @@ class PhotoIngest:
         return available_cores() if self.state.encoder.per_call_threads else 1
 
     def decode_side(self) -> int | None:
-        """The short side photos are decoded down to: the encoder's, and the thumbnail's when it is written from
-        the same decode (a 256-px thumbnail needs a short side of at most 256)."""
-        settings = self.state.settings
-        side = self.state.encoder.decode_side
-        if settings.index.decode_full_size or side is None:
-            return None
-        return max(side, settings.index.thumbnail_size) if settings.index.index_thumbnails else side
+        """The short side photos are decoded down to (``IndexSettings.decode_side``: the encoder's, or the
+        thumbnail's when larger; re-encoding decodes to the same, so it gives the same vectors)."""
+        return self.state.settings.index.decode_side(self.state.encoder.decode_side)
 
     def _thumbnail(self, sha: str, image: Image.Image) -> None:
         settings = self.state.settings

@@ -23,10 +23,12 @@ def reencode(
     loaded_encoder: Callable[[], ImageEncoder],
     settings: Settings,
     progress: bool,
+    decode_side: int | None = None,
 ) -> tuple[dict[int, np.ndarray], list[tuple[str, str]]]:
     """Features by id for ``(id, sha256, path)`` rows, and the ``(path, reason)`` of rows whose file is gone or
-    changed. Each photo is turned into the model's input (``prepare``) as soon as it is decoded, so a batch holds
-    model-size inputs, never decoded photos."""
+    changed. Each photo is decoded at the reduced size ``index add`` decodes it to (``decode_side``: the same
+    vector, and a 12-Mpx JPEG costs a 1/8-scale decode, not 12 million pixels) and turned into the model's input
+    (``prepare``) at once, so a batch holds model-size inputs, never decoded photos."""
     cached = cache.get_many([sha for _, sha, _ in keys])
     out = {i: cached[sha] for i, sha, _ in keys if sha in cached}
     missing = [(i, sha, path) for i, sha, path in keys if sha not in cached]
@@ -39,7 +41,8 @@ def reencode(
                 data = Path(path).read_bytes()
                 if content_hash(data) != sha:
                     raise ImageDecodeError("the file changed since it was indexed; run `polyglot index add`")
-                inputs.append(prepare(decode_image(data, max_pixels=settings.index.max_image_pixels)))
+                image = decode_image(data, max_pixels=settings.index.max_image_pixels, min_side=decode_side)
+                inputs.append(prepare(image))
                 batch.append((i, sha))
             except (OSError, ImageDecodeError) as exc:
                 failed.append((path, str(exc)))

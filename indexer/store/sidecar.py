@@ -52,6 +52,9 @@ class Sidecar:
     updated_at: str = field(default_factory=_now)
     build: dict[str, str] = field(default_factory=build_info)
     files: dict[str, str] = field(default_factory=dict)
+    # Incremented by every save, under the folder's write lock: a process whose vectors are at another revision
+    # takes in what another process saved before it writes (indexer/store/revisions.py). 0: never saved with it.
+    revision: int = 0
 
     @property
     def image_space_fingerprint(self) -> str:

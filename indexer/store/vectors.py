@@ -326,7 +326,7 @@ class FaissFileVectors:
         return self.path.stat().st_size if self.path.exists() else 0
 
     def catch_up(self) -> None:
-        """Nothing: the file is rewritten whole; reconciling on open covers another process's writes."""
+        """Nothing: the file is saved whole, so another process's save is loaded whole (indexer/store/revisions.py)."""
 
     def ping(self) -> None:
         """Nothing: in this process's memory."""

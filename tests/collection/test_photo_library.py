@@ -17,6 +17,7 @@ from photo_samples import avif, dng, heic, jpeg, picture, png_alpha, write
 from PIL import Image
 from sqlalchemy import create_engine, text
 
+from indexer.distributed.ray_embed import Embedder
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
 from indexer.images import ImageDecodeError, decode_image
@@ -90,6 +91,71 @@ def test_indexing_decodes_reduced_stores_the_real_size_and_writes_the_thumbnail(
     assert (record.width, record.height) == (1536, 2048)  # the photo's own size, not the decode's
     thumb = thumbnail_path(tmp_settings.resolved_cache_dir, record.sha256, tmp_settings.index.thumbnail_size)
     assert Image.open(thumb).size == (192, 256)  # from the same (reduced) decode, no second full decode
+
+
+def _cosine(a: np.ndarray | None, b: np.ndarray | None) -> float:
+    assert a is not None and b is not None
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def test_reencoding_and_uploads_decode_reduced_like_indexing(tmp_settings: Settings, tmp_path: Path) -> None:
+    """A rebuild whose features cache is gone re-encodes each photo from the same reduced decode as ``index add``
+    (so the same vector, and a 12-Mpx JPEG costs a 1/8-scale decode), and so do an upload of the same bytes and a
+    Ray worker."""
+    data = _jpeg_bytes(picture((4000, 3000)))
+    photo = write(tmp_path / "photos", "big.jpg", data)
+    encoder = SizedFakeEncoder()
+    with ImageIndex.open(tmp_settings, encoder=encoder, image_space=ImageSpace("l2")) as index:
+        assert index.add_paths([photo], progress=False).added == 1
+        record = index.list()[0]
+        added = index.vector(record.id)
+    assert encoder.sizes == [(500, 375)]  # 1/8 scale: the short side kept >= the thumbnail's 256
+    fresh = tmp_settings.model_copy(update={"cache_dir": tmp_path / "empty-cache"})  # every feature re-encoded
+    encoder = SizedFakeEncoder()
+    with ImageIndex.open(fresh, encoder=encoder, image_space=ImageSpace("l2")) as index:
+        assert index.rebuild(progress=False).added == 1
+        assert encoder.sizes == [(500, 375)]  # not 4000×3000
+        assert _cosine(index.vector(record.id), added) >= 0.9999
+    uploads = fresh.model_copy(update={"index_dir": tmp_path / "uploaded", "cache_dir": tmp_path / "upload-cache"})
+    encoder = SizedFakeEncoder()
+    with ImageIndex.open(uploads, encoder=encoder, image_space=ImageSpace("l2")) as index:
+        uploaded = index.add_image_bytes(data, "big.jpg")
+        assert encoder.sizes == [(500, 375)]
+        assert (uploaded.width, uploaded.height) == (4000, 3000)  # the photo's size, read from its header
+        assert _cosine(index.vector(uploaded.id), added) >= 0.9999
+    encoder = SizedFakeEncoder()  # a Ray worker of `index add --engine ray`
+    side = tmp_settings.index.decode_side(encoder.decode_side)
+    embedded = Embedder(encoder, tmp_settings.index.max_image_pixels, side)({"path": np.array([str(photo)]), "shard": [0]})
+    assert encoder.sizes == [(500, 375)]
+    assert _cosine(embedded["features"][0], added) >= 0.9999  # the l2 image space keeps cosines
+
+
+@pytest.mark.slow
+def test_reencoding_gives_the_vector_of_indexing_with_the_real_encoder(tmp_settings: Settings, tmp_path: Path) -> None:
+    """The same with the shipped CNN, where a full decode's features differ from a reduced one's (cosine ~0.999,
+    the test above): a rebuild that re-encodes a 12-Mpx JPEG stores what ``index add`` stored."""
+    from indexer.encoders import build_image_encoder
+
+    settings = tmp_settings.model_copy(update={"models_dir": Settings().resolved_models_dir})
+    photo = write(tmp_path / "photos", "big.jpg", _jpeg_bytes(picture((4000, 3000), seed=3)))
+    with ImageIndex.open(settings, encoder=build_image_encoder(settings), image_space=ImageSpace("l2")) as index:
+        index.add_paths([photo], progress=False)
+        record = index.list()[0]
+        added = index.vector(record.id)
+    fresh = settings.model_copy(update={"cache_dir": tmp_path / "empty-cache"})
+    encoder = build_image_encoder(fresh)
+    sizes: list[tuple[int, int]] = []
+    prepare = encoder.prepare
+
+    def recorded(image: Image.Image) -> Any:
+        sizes.append(image.size)
+        return prepare(image)
+
+    encoder.prepare = recorded  # type: ignore[method-assign]
+    with ImageIndex.open(fresh, encoder=encoder, image_space=ImageSpace("l2")) as index:
+        assert index.rebuild(progress=False).added == 1
+        assert len(sizes) == 1 and min(sizes[0]) < 1000
+        assert _cosine(index.vector(record.id), added) >= 0.9999
 
 
 class OneThreadPerCallEncoder(FakeImageEncoder):
