@@ -80,21 +80,28 @@ async def read_upload(upload: UploadFile, limit: int) -> bytes:
     return data
 
 
-def decode_or_422(data: bytes, max_pixels: int) -> Image.Image:
-    """Decode upload bytes; a bad image is the client's mistake: 422, whatever the reason — too many pixels or
-    too much metadata included (413 is only for an upload over the byte limit, which never gets here)."""
+def decode_or_422(data: bytes, max_pixels: int, min_side: int | None = None) -> Image.Image:
+    """Decode upload bytes (reduced to ``min_side`` when given); a bad image is the client's mistake: 422,
+    whatever the reason — too many pixels or too much metadata included (413 is only for an upload over the byte
+    limit, which never gets here)."""
     try:
-        return decode_image(data, max_pixels=max_pixels)
+        return decode_image(data, max_pixels=max_pixels, min_side=min_side)
     except ImageDecodeError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+
+
+def image_decode_side(engine: Engine) -> int | None:
+    """The short side a photo is decoded to before the image encoder sees it: the indexer's rule."""
+    return engine.settings.index.decode_side(getattr(engine.models.image_encoder, "decode_side", None))
 
 
 def decoded_and_then(engine: Engine, data: bytes, use: Callable[[Image.Image], T]) -> T:
     """Decode ``data`` and hand the image to ``use`` in one worker task, inside the process's pixel budget
     (app/pixel_budget.py): the decoded image never waits for another task, and at most the budget is decoded
-    at once whatever the number of concurrent uploads."""
+    at once whatever the number of concurrent uploads. Both users embed the photo with the image encoder, so it
+    is decoded as ``index add`` decodes (``decode_side``): a query photo that is in the index scores 1."""
     with engine.pixels.reserved(data):
-        image = decode_or_422(data, engine.settings.index.max_image_pixels)
+        image = decode_or_422(data, engine.settings.index.max_image_pixels, image_decode_side(engine))
         try:
             return use(image)
         finally:

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, 
 from pydantic import BaseModel, Field
 
 from app.engine import Engine, EngineDep
-from app.routers.common import ImageId, decoded_and_then, read_upload, record_or_404
+from app.routers.common import ImageId, decoded_and_then, image_decode_side, read_upload, record_or_404
 from app.routers.images import verified_bytes_or_404
 from indexer.images import ImageDecodeError, decode_image
 from indexer.store.metadata import ImageRecord
@@ -105,10 +105,11 @@ def _tag_indexed(engine: Engine, tagger: Tagger, record: ImageRecord, langs: lis
     """Tag the indexed file of ``record``: its bytes checked as for serving (size, sha256, no link out of the
     roots), decoded at the encoder's size inside the pixel budget and tagged in the same worker task."""
     data = verified_bytes_or_404(engine, record)
-    side = getattr(engine.models.image_encoder, "decode_side", None)
     with engine.pixels.reserved(data):
         try:
-            image = decode_image(data, max_pixels=engine.settings.index.max_image_pixels, min_side=side)
+            image = decode_image(
+                data, max_pixels=engine.settings.index.max_image_pixels, min_side=image_decode_side(engine)
+            )
         except ImageDecodeError as exc:
             raise HTTPException(
                 status.HTTP_404_NOT_FOUND, f"image {record.id} cannot be read any more: {exc}"

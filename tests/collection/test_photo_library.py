@@ -12,11 +12,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from api_fixtures import CAPTIONS, fake_engine_factory, service_settings  # noqa: F401
 from conftest import FakeImageEncoder, write_random_images
+from fastapi.testclient import TestClient
 from photo_samples import avif, dng, heic, jpeg, picture, png_alpha, write
 from PIL import Image
 from sqlalchemy import create_engine, text
 
+from app.main import create_app
+from app.service_settings import ServiceSettings
 from indexer.distributed.ray_embed import Embedder
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
@@ -125,9 +129,48 @@ def test_reencoding_and_uploads_decode_reduced_like_indexing(tmp_settings: Setti
         assert _cosine(index.vector(uploaded.id), added) >= 0.9999
     encoder = SizedFakeEncoder()  # a Ray worker of `index add --engine ray`
     side = tmp_settings.index.decode_side(encoder.decode_side)
-    embedded = Embedder(encoder, tmp_settings.index.max_image_pixels, side)({"path": np.array([str(photo)]), "shard": [0]})
+    embedded = Embedder(encoder, tmp_settings.index.max_image_pixels, side)(
+        {"path": np.array([str(photo)]), "shard": [0]}
+    )
     assert encoder.sizes == [(500, 375)]
     assert _cosine(embedded["features"][0], added) >= 0.9999  # the l2 image space keeps cosines
+
+
+class PredictRecordingEncoder(SizedFakeEncoder):
+    """Records the size of each image the service hands the encoder (uploads go to ``predict``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.predicted: list[tuple[int, int]] = []
+
+    def _predict(self, images: Sequence[Image.Image]) -> np.ndarray:
+        self.predicted += [image.size for image in images]
+        return super()._predict(images)
+
+
+def test_search_by_a_12_mpx_photo_decodes_as_indexing_and_finds_it_at_score_1(
+    service_settings: ServiceSettings,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """POST /search/image decodes an upload as ``index add`` decodes a file (reduced to the same side), so the
+    photo itself comes back first with score 1, not with the cosine of a full against a reduced decode."""
+    data = _jpeg_bytes(picture((4000, 3000), seed=5))
+    photos = [write(tmp_path / "photos", "big.jpg", data), *write_random_images(tmp_path / "photos", 4, size=(64, 48))]
+    encoders: list[PredictRecordingEncoder] = []
+
+    def encoder() -> PredictRecordingEncoder:
+        encoders.append(PredictRecordingEncoder())
+        return encoders[-1]
+
+    settings = service_settings.model_copy(update={"max_upload_bytes": 20_000_000})
+    app = create_app(settings, fake_engine_factory(photos, CAPTIONS, image_encoder=encoder))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        encoders[0].predicted.clear()  # what indexing encoded
+        answer = client.post("/v1/search/image", files={"file": ("q.jpg", data)}, params={"k": 2})
+        assert answer.status_code == 200, answer.text
+        top = answer.json()["results"][0]
+        assert top["metadata"]["filename"] == "big.jpg" and top["score"] > 0.99999
+        assert encoders[0].predicted == [(500, 375)]  # 1/8 scale, as indexed; not 4000×3000
 
 
 @pytest.mark.slow
