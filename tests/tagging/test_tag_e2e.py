@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from indexer.asset_paths import shipped_tower_path
-from indexer.encoders.factory import create_image_encoder
+from indexer.encoders.factory import build_image_encoder
 from indexer.images import load_image
 from indexer.query import load_text_tower
 from indexer.settings import Settings
@@ -52,8 +52,9 @@ def test_vocabulary_then_tags_with_the_shipped_models(tmp_path: Path, monkeypatc
     assert len(tags) == 3 and len({t["tag"] for t in tags}) == 3
     assert all(t["tag"] in words for t in tags)
     # Recompute eq. 5 with the same shipped models (the student), independently of the Tagger's code path.
-    text = load_text_tower(Settings(models_dir=REPO_MODELS), alignments=False, clc=False)
-    encoder = create_image_encoder(text.tower.image_encoder)
+    settings = Settings(models_dir=REPO_MODELS)  # the CLI's settings: the same image precision (int8 by default)
+    text = load_text_tower(settings, alignments=False, clc=False)
+    encoder = build_image_encoder(settings, text.tower.image_encoder)
     encoder.load()
     image = text.tower.image_space.apply(encoder.predict([load_image(tmp_path / "beach.png")]))[0]
     # Text vectors are batch-dependent at the 1e-3 level (padding to the batch's longest text): the vocabulary is

@@ -1,4 +1,5 @@
 """Print the markdown tables of docs/embeddinggemma.md and the README from the evaluation JSONs here."""
+
 import json
 import sys
 from pathlib import Path
@@ -29,5 +30,8 @@ def table(files: list[tuple[str, str]], r1: bool) -> None:
 
 if __name__ == "__main__":
     wide = sys.argv[1] if len(sys.argv) > 1 else "wide"
-    table([("student (default)", "flickr-subset-student.json"), ("EmbeddingGemma + tower", "flickr-subset-gemma.json")], False)
+    table(
+        [("student (default)", "flickr-subset-student.json"), ("EmbeddingGemma + tower", "flickr-subset-gemma.json")],
+        False,
+    )
     table([("student (default)", f"{wide}-student.json"), ("EmbeddingGemma + tower", f"{wide}-gemma.json")], True)
