@@ -49,6 +49,7 @@ async def ready(request: Request) -> Response:
         text_model=models.label,
         text_languages=engine.pipeline.languages,
         image_encoder=engine.images.encoder.name,
+        image_precision=getattr(engine.images.encoder, "precision", "fp32"),
         index_kind=kind,
         load_seconds={k: round(v, 4) for k, v in engine.load_seconds.items()},
         read_only=engine.images.read_only_reason,

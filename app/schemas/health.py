@@ -27,6 +27,11 @@ class Ready(BaseModel):
         default=None, max_length=500, description="Languages queries may name (null: not declared)."
     )
     image_encoder: str = Field(max_length=100)
+    image_precision: str = Field(
+        max_length=10,
+        description="The image CNN's graph: int8 (the CPU default, POLYGLOT_IMAGE_PRECISION) or fp32 (GPU, torch, "
+        "or asked for).",
+    )
     index_kind: str = Field(
         max_length=40,
         description="FAISS index kind of the image index (flat, pq-refine, hnsw, ivf-sq8, ivf-pq-mmap): chosen from the "

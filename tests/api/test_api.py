@@ -294,6 +294,7 @@ def test_health_ready_metrics_languages(client: TestClient) -> None:
     assert ready["status"] == "ready" and ready["images"] == 8 and ready["captions"] == 6
     assert ready["text_encoder"] == "fake-text" and "caption_index" in ready["load_seconds"]
     assert ready["index_kind"] == "flat"  # 8 images: below every threshold of the size rule
+    assert ready["image_precision"] == "fp32"  # the fake CNN has no int8 graph
     client.get("/v1/search", params={"q": "dog"})
     client.get("/v1/search", params={"q": ""})
     text = client.get("/metrics").text

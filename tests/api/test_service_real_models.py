@@ -56,6 +56,7 @@ def test_real_engine_searches_with_its_threads_pinned(tmp_path: Path, monkeypatc
         assert client.get("/health").json() == {"status": "ok", "text_encoder": "e5-student"}
         ready = client.get("/ready").json()
         assert ready["text_encoder"] == "e5-student" and ready["text_model"] == "e5-student:student"
+        assert (ready["image_encoder"], ready["image_precision"]) == ("efficientnet-lite2", "int8")  # the CPU default
         languages = client.get("/languages").json()["text_languages"]
         assert languages == ready["text_languages"] and {"fr", "hi", "cs", "sw", "vi"} <= set(languages)
         assert len(languages) >= 90  # XLM-R's ~100 languages, which e5-small was pretrained on
