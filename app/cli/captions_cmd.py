@@ -37,6 +37,7 @@ def load_embedder(settings: ServiceSettings) -> TextEmbedder:
 def opened() -> Iterator[CaptionIndex]:
     from indexer.captions import CaptionIndex
     from indexer.store.locks import IndexBusyError
+    from indexer.store.opening import IndexMismatchError
 
     settings = read_settings(ServiceSettings)
     try:
@@ -47,7 +48,9 @@ def opened() -> Iterator[CaptionIndex]:
     index = CaptionIndex.from_settings(settings, embedder)
     try:
         yield index
-    except IndexBusyError as exc:  # another `captions add/remove` holds the folder's write lock
+    # Another `captions add/remove` holds the folder's write lock, or another process saved the captions embedded by
+    # another text tower since this one opened them.
+    except (IndexBusyError, IndexMismatchError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(code=2) from None
     finally:

@@ -8,7 +8,8 @@ On disk (default ``INDEX_DIR/captions/``)::
     captions.sqlite   the ``captions`` table: id, lang, text, image, source, unique (lang, text); the source of
                       truth (or the same table in the database ``CaptionIndex.open(database_url=...)`` names)
     <lang>.faiss      one exact ``IndexIDMap2(IndexFlatIP)`` per language, id = SQL id
-    captions.json     sidecar: format, dim, tower fingerprint, counts, database (redacted), library versions
+    captions.json     sidecar: format, dim, tower fingerprint, counts, revision (incremented by every save) and the
+                      revision each language's file was saved at, database (redacted), library versions
 
 The table is opened like the image index's (:class:`indexer.store.sql.SqlStore`) and the vectors are
 :class:`indexer.store.vectors.VectorIndex` objects of kind ``flat``. One FAISS index per language (not one index
@@ -21,7 +22,8 @@ language's FAISS file is rewritten atomically, then the sidecar. :meth:`CaptionI
 whose FAISS file disagrees with SQL (ids; a crash in between) or whose vectors came from another tower
 (:func:`indexer.tower.tower_fingerprint`). Writers change a copy of a language's index and swap it in, so
 concurrent searches never see a half-changed index; writes are serialised in-process and across processes
-(``flock`` on ``.write.lock``).
+(``flock`` on ``.write.lock``), and a process takes in the languages another one saved before it writes (and,
+searching, within a second): :mod:`indexer.captions.index`.
 """
 
 from indexer.caption_records import Caption, CaptionFileError, iter_captions, read_captions

@@ -57,6 +57,20 @@ class CaptionFiles:
         for stale in self.folder.glob(".*.tmp"):
             stale.unlink(missing_ok=True)
 
+    @staticmethod
+    def revisions(sidecar: dict[str, Any]) -> tuple[int, dict[str, int]]:
+        """A sidecar's revision and its languages' ``saved_at`` (for one saved before revisions: 0, and every
+        language it counts at -1, a revision no save has: each is loaded)."""
+        revision = sidecar.get("revision")
+        saved_at = sidecar.get("saved_at")
+        if not isinstance(saved_at, dict):
+            counts = sidecar.get("counts")
+            saved_at = dict.fromkeys(counts, -1) if isinstance(counts, dict) else {}
+        return (
+            revision if isinstance(revision, int) else 0,
+            {lang: at for lang, at in saved_at.items() if isinstance(at, int) and LANG_CODE.match(lang)},
+        )
+
     def read_sidecar(self) -> dict[str, Any]:
         """The sidecar's content; ``{}`` when missing or unreadable (every language is then rebuilt)."""
         try:
@@ -65,7 +79,11 @@ class CaptionFiles:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def write_sidecar(self, fingerprint: str, counts: dict[str, int], database: str) -> None:
+    def write_sidecar(
+        self, fingerprint: str, counts: dict[str, int], database: str, revision: int, saved_at: dict[str, int]
+    ) -> None:
+        """``revision``: this save's number (one more than the last save's, under the folder's lock); ``saved_at``:
+        the revision each language's file was last saved at (what another process reloads: indexer/captions/index.py)."""
         atomic_write_json(
             self.folder / SIDECAR_NAME,
             {
@@ -73,6 +91,8 @@ class CaptionFiles:
                 "dim": self.dim,
                 "fingerprint": fingerprint,
                 "counts": dict(sorted(counts.items())),
+                "revision": revision,
+                "saved_at": dict(sorted(saved_at.items())),
                 "database": database,
                 "build": build_info(),
             },

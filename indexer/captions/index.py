@@ -1,13 +1,22 @@
 """``CaptionIndex``: captions in SQL (:mod:`indexer.captions.store`) + one FAISS file per language
-(:mod:`indexer.captions.files`); see the package docstring for the layout and the commit protocol."""
+(:mod:`indexer.captions.files`); see the package docstring for the layout and the commit protocol.
+
+Two processes can hold one caption index open (``polyglot serve`` and ``polyglot index captions add`` in a terminal),
+each with its languages' vectors in memory. As for the image index (:mod:`indexer.store.revisions`), every save of
+the sidecar under the folder's lock raises its ``revision`` and records, per language, the revision its file was
+saved at (``saved_at``). A writer, holding the lock and before changing anything, reads the sidecar and loads the
+language files another process saved since (never saving its older copy over them); a process that only searches
+does the same when it notices a replaced sidecar, checked at most every ``REFRESH_SECONDS`` with one ``stat``.
+A writer killed between its language files and the sidecar is repaired by the next open, as before."""
 
 from __future__ import annotations
 
 import builtins
 import logging
 import threading
+import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +25,14 @@ from typing import Any
 import numpy as np
 
 from indexer.caption_records import Caption
-from indexer.captions.files import FLAT, CaptionFiles
+from indexer.captions.files import FLAT, SIDECAR_NAME, CaptionFiles
 from indexer.captions.store import CaptionStore
 from indexer.sentence_cache import cached_sentences
 from indexer.settings import Settings
 from indexer.store.failures import DiskFullError, translated
 from indexer.store.locks import IndexBusyError, process_lock
+from indexer.store.opening import IndexMismatchError
+from indexer.store.revisions import Revisions, file_stamp
 from indexer.store.sql import redact_url, sqlite_url
 from indexer.store.vectors import VectorIndex
 from indexer.tower import TextEmbedder, tower_fingerprint
@@ -55,6 +66,10 @@ class CaptionIndex:
         self.fingerprint = tower_fingerprint(embedder.tower, embedder.bridge)
         self.store = CaptionStore(database_url or sqlite_url(self.folder / DB_NAME))
         self.files = CaptionFiles(self.folder, self.dim)
+        # Before the sidecar is read (open reconciles after this): a save by another process after it is noticed.
+        self._revisions = Revisions(self.folder, SIDECAR_NAME)
+        self._revision = 0  # the sidecar revision the vectors in memory are at
+        self._saved_at: dict[str, int] = {}  # the revision of each language's file held in memory (none: reload it)
         self._write_mutex = threading.Lock()  # one writer per process; the flock keeps out other processes
         # Replaced as a whole, never mutated: a search reads one consistent set of per-language indexes.
         self._indexes: dict[str, VectorIndex] = {}
@@ -79,7 +94,7 @@ class CaptionIndex:
         index = cls(folder, embedder, cache_dir, database_url)
         try:
             try:
-                with index._writer():
+                with index._locked():
                     index.files.remove_leftovers()
                     index._reconcile(persist=True)
             except IndexBusyError:
@@ -102,12 +117,15 @@ class CaptionIndex:
 
     # ------------------------------------------------------------------ reading
     def languages(self) -> builtins.list[str]:
-        """Languages with captions to search (as loaded or written by this object)."""
+        """Languages with captions to search (as loaded or written by this object, or saved by another process:
+        taken in within ``REFRESH_SECONDS``)."""
+        self._take_in_saves()
         return sorted(self._indexes)
 
     def vectors(self, lang: str) -> VectorIndex | None:
         """The language's current vectors (ids = SQL ids). A write swaps in a new object, never edits this one, so
         its identity tells a reader whether the language changed since it last looked."""
+        self._take_in_saves()
         return self._indexes.get(lang)
 
     def count(self, lang: str | None = None) -> int:
@@ -134,6 +152,7 @@ class CaptionIndex:
         query = np.ascontiguousarray(np.atleast_2d(vector), dtype=np.float32)
         if query.shape[1] != self.dim:
             raise ValueError(f"query vector has {query.shape[1]} dimensions; captions are stored in {self.dim}")
+        self._take_in_saves()
         indexes = self._indexes  # one reference: a concurrent writer swaps in a new dict, never edits this one
         found: dict[str, builtins.list[tuple[int, float]]] = {}
         for lang in langs:
@@ -171,7 +190,7 @@ class CaptionIndex:
                     updated = self._copy(lang)
                     updated.add([i for i, _ in items], np.stack([vectors[(lang, text)] for _, text in items]))
                     self._commit_lang(lang, updated)
-                self._write_sidecar()
+                self._write_sidecar(added)
             except BaseException:
                 # A language file could not be written (no space): take the rows back so that SQL and the files
                 # agree now, not at the next open; the sentence embeddings are cached for the retry.
@@ -191,21 +210,104 @@ class CaptionIndex:
         """Delete captions matching every given filter (at least one filter is required)."""
         with self._writer():
             doomed = self.store.delete(lang=lang, source=source, image=image)  # one transaction
-            for code in sorted({code for _, code in doomed}):
+            changed = sorted({code for _, code in doomed})
+            for code in changed:
                 updated = self._copy(code)
                 updated.remove([i for i, c in doomed if c == code])
                 self._commit_lang(code, updated if len(updated) else None)
-            self._write_sidecar()
+            self._write_sidecar(changed)
             return len(doomed)
 
     # ------------------------------------------------------------------ internals
     @contextmanager
-    def _writer(self) -> Iterator[None]:
+    def _locked(self) -> Iterator[None]:
+        """The index held for writing: in this process and across processes (``flock``)."""
         with self._write_mutex, process_lock(self.folder / LOCK_NAME), translated(self.folder, what="caption index"):
-            if self.read_only_reason is not None:  # retry the repair that could not be saved when opened
-                self._reconcile(persist=True)
-                self.read_only_reason = None
             yield
+
+    @contextmanager
+    def _writer(self) -> Iterator[None]:
+        """A write session: what another process saved since this one loaded or saved is taken in first."""
+        with self._locked():
+            if self.read_only_reason is not None:  # retry the repair that could not be saved when opened
+                self._reconcile(persist=True)  # reads every file: another process's saves included
+                self.read_only_reason = None
+            else:
+                self._catch_up(writing=True)
+            yield
+
+    # ------------------------------------------------------------------ another process's saves
+    def _take_in_saves(self) -> None:
+        """Serve what another process saved within ``REFRESH_SECONDS``: between checks a clock read, at a check one
+        ``stat`` of the sidecar; the sidecar and the changed languages' files are read only after another's save."""
+        revisions = self._revisions
+        if time.monotonic() >= revisions.next_check and revisions.replaced():
+            self._refresh()
+
+    def _refresh(self) -> None:
+        """In a process that is not writing now: take in another process's save. Never raises: a save that cannot
+        be read now leaves the current vectors serving, and is tried again at the next check."""
+        if not self._write_mutex.acquire(blocking=False):
+            self._revisions.forget()  # a write in this process takes it in under the lock; look again next time
+            return
+        try:
+            self._catch_up(writing=False)
+        except Exception as exc:
+            self._revisions.forget()
+            log.warning("could not take in another process's caption save", extra={"error": str(exc)})
+        finally:
+            self._write_mutex.release()
+
+    def _catch_up(self, writing: bool) -> bool:
+        """Load the language files another process saved since this one loaded or saved (by the sidecar's
+        ``revision`` and ``saved_at``); returns whether there was anything. ``writing``: the caller holds the lock
+        and is about to write, so a save in another text tower is refused (writing after it would mix towers), and a
+        file named by the sidecar that cannot be read is repaired from SQL (as an open does) rather than kept."""
+        stamp = file_stamp(self._revisions.path)  # before reading: a newer file is only read again later
+        sidecar = self.files.read_sidecar()
+        if not sidecar:
+            return False  # none (or unreadable): nothing saved to take in; a writer writes a whole one
+        self._revisions.seen = stamp  # whatever follows, this file is dealt with
+        revision, saved_at = self.files.revisions(sidecar)
+        if revision == self._revision:
+            return False
+        if sidecar.get("fingerprint") != self.fingerprint or sidecar.get("dim") != self.dim:
+            reason = (
+                f"another process saved the caption index in {self.folder} with another text tower "
+                f"({sidecar.get('fingerprint')!r}, {sidecar.get('dim')} dimensions); this one uses "
+                f"{self.fingerprint!r}: restart it"
+            )
+            if writing:
+                raise IndexMismatchError(reason)
+            log.warning(
+                "another process changed the caption index into one this one cannot serve", extra={"reason": reason}
+            )
+            return False
+        indexes: dict[str, VectorIndex] = {}
+        held: dict[str, int] = {}
+        for lang, at in saved_at.items():
+            current = self._indexes.get(lang)
+            if current is not None and at >= 0 and self._saved_at.get(lang) == at:  # -1: saved before revisions
+                indexes[lang], held[lang] = current, at
+                continue
+            loaded = self.files.load(lang)
+            if loaded is None:  # missing or unreadable: a crash, or (reading) a remove racing this read
+                if writing:
+                    self._reconcile(persist=True)
+                    return True
+                if current is not None:
+                    indexes[lang] = current  # kept, not marked as at its revision: loaded again at the next save
+                continue
+            indexes[lang] = loaded
+            if at >= 0:
+                held[lang] = at
+        self._indexes = indexes  # swapped whole: a search reads the old set or the new one
+        self._revision, self._saved_at = revision, held
+        log.info(
+            "took in another process's caption save",
+            extra={"folder": str(self.folder), "revision": revision, "counts": sidecar.get("counts")},
+        )
+        return True
 
     def _copy(self, lang: str) -> VectorIndex:
         """A private copy of a language's index to change (readers keep using the current one meanwhile)."""
@@ -220,9 +322,19 @@ class CaptionIndex:
             swapped[lang] = index
         self._indexes = swapped
 
-    def _write_sidecar(self) -> None:
+    def _write_sidecar(self, changed: Iterable[str] = ()) -> None:
+        """Save the sidecar under the next revision (under the lock, after :meth:`_catch_up`): the ``changed``
+        languages' files, and any whose file revision this process does not know, are at this one."""
+        revision = self._revision + 1
+        changed = set(changed)
+        saved_at = {
+            lang: revision if lang in changed or lang not in self._saved_at else self._saved_at[lang]
+            for lang in self._indexes
+        }
         counts = {lang: len(index) for lang, index in self._indexes.items()}
-        self.files.write_sidecar(self.fingerprint, counts, redact_url(self.store.url))
+        self.files.write_sidecar(self.fingerprint, counts, redact_url(self.store.url), revision, saved_at)
+        self._revision, self._saved_at = revision, saved_at
+        self._revisions.saw()
 
     def _reconcile(self, persist: bool) -> None:
         """Make every language's vectors agree with SQL: rebuild those missing, partial, stale or of another tower.
@@ -231,6 +343,7 @@ class CaptionIndex:
         (only while holding the write lock).
         """
         sidecar = self.files.read_sidecar()
+        revision, saved_at = self.files.revisions(sidecar)
         stale = sidecar.get("fingerprint") != self.fingerprint or sidecar.get("dim") != self.dim
         indexes: dict[str, VectorIndex] = {}
         rebuilt = []
@@ -243,12 +356,17 @@ class CaptionIndex:
                     self.files.save(lang, loaded)
             indexes[lang] = loaded
         self._indexes = indexes
+        # Rebuilt languages are not at any saved revision: saved now (persist), or loaded again at another's save.
+        self._revision = revision
+        self._saved_at = {
+            lang: at for lang, at in saved_at.items() if at >= 0 and lang in indexes and lang not in rebuilt
+        }
         if rebuilt:
             log.warning("caption vectors rebuilt from SQL", extra={"languages": rebuilt, "tower_changed": stale})
         if persist:
             for lang in set(self.files.languages()) - set(indexes):
                 self.files.save(lang, None)  # every caption of it was removed, the file was not deleted yet
-            self._write_sidecar()
+            self._write_sidecar(rebuilt)
 
     def _build(self, lang: str) -> VectorIndex:
         ids, texts = self.store.texts(lang)

@@ -19,6 +19,10 @@ the sidecar, under the lock, and the sidecar held in memory records the revision
 
 What this does not cover is a writer killed between saving its vectors and saving the sidecar, or before its first
 save: its rows without vectors are restored by the next open's reconciliation, as before.
+
+The caption index (:mod:`indexer.captions.index`) follows the same protocol on its own sidecar (``captions.json``,
+one FAISS file per language): it notices a save with :class:`Revisions` and takes it in itself, loading only the
+languages whose files were saved since.
 """
 
 from __future__ import annotations
@@ -58,8 +62,8 @@ class Revisions:
     the first check, harmlessly), never a newer one that would go unnoticed.
     """
 
-    def __init__(self, folder: Path) -> None:
-        self.path = Path(folder) / SIDECAR_NAME
+    def __init__(self, folder: Path, sidecar_name: str = SIDECAR_NAME) -> None:
+        self.path = Path(folder) / sidecar_name  # the image index's index.json, or another index's sidecar
         self.seen = file_stamp(self.path)
         # A search compares the clock with this (an attribute: no call) and only then calls replaced().
         self.next_check = time.monotonic() + REFRESH_SECONDS
