@@ -129,7 +129,12 @@ def read_bounded(path: Path, max_bytes: int | None) -> bytes:
             raise FileTooLargeError(
                 f"file too large: {size:,} bytes, the limit is {max_bytes:,} (POLYGLOT_MAX_FILE_BYTES)"
             )
-        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+        # The size on record plus one byte: a read sized by the limit makes Python allocate (and then shrink) a
+        # buffer of the whole limit for every file, ~0.5 ms of a 12-Mpx photo's ~33. A file that grew since the
+        # fstat is read on, up to the limit.
+        data = handle.read(size + 1)
+        if len(data) > size:
+            data += handle.read() if max_bytes is None else handle.read(max_bytes + 1 - len(data))
     if max_bytes is not None and len(data) > max_bytes:
         raise FileTooLargeError(f"file too large: over {max_bytes:,} bytes (POLYGLOT_MAX_FILE_BYTES)")
     return data

@@ -298,6 +298,7 @@ class Maintenance:
             "count": count,
             "rows": state.store.count(),
             "image_encoder": state.encoder.name,
+            "image_precision": getattr(state.encoder, "precision", "fp32"),  # what encodes new photos now
             "dim": dim,
             "index_type": kind,
             "index_type_rule": choose_kind(count, state.index_settings),

@@ -57,6 +57,7 @@ def test_add_folder_twice_then_list_stats_remove(cli_env: Path) -> None:
     stats = json.loads(output)
     assert code == 0 and stats["count"] == 5 and stats["index_type"] == "flat"
     assert stats["image_encoder"] == "efficientnet-lite0" and stats["faiss_file_bytes"] > 0
+    assert stats["image_precision"] == "fp32"  # Lite0 has no int8 graph: int8 (the default) applies to Lite2 only
 
     code, output = invoke("remove", "1", "2", "--path", "photos/img_0_004.jpg")
     assert code == 0 and "removed 3 of 3" in output

@@ -4,11 +4,13 @@ EXIF dates, places and cameras stored with the row (migrated in place on SQLite 
 from __future__ import annotations
 
 import io
+import os
 import threading
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -416,3 +418,27 @@ def test_an_index_from_before_the_photo_facts_is_migrated_in_place_sqlite(tmp_pa
 def test_an_index_from_before_the_photo_facts_is_migrated_in_place_postgres(postgres_url: str, pg_schema: str) -> None:
     _old_table(postgres_url, pg_schema)
     _check_migrated(postgres_url, pg_schema)
+
+
+def test_files_are_read_whole_and_a_file_over_the_limit_is_refused_even_when_it_grew(tmp_path: Path) -> None:
+    """read_bounded asks for the size on record plus one byte (not a buffer of the whole limit per file); a file
+    that grows past the limit while it is read is still refused, and one that grows within it is read whole."""
+    from indexer.store.ingest import FileTooLargeError, read_bounded
+
+    path = tmp_path / "photo.jpg"
+    path.write_bytes(b"x" * 1000)
+    assert read_bounded(path, 10_000) == b"x" * 1000
+    assert read_bounded(path, None) == b"x" * 1000
+    with pytest.raises(FileTooLargeError, match="1,000 bytes, the limit is 999"):
+        read_bounded(path, 999)
+
+    real_fstat = os.fstat
+
+    def stale_fstat(fd: int) -> os.stat_result:  # the file grows between the fstat and the read
+        result = real_fstat(fd)
+        return os.stat_result((*result[:6], 500, *result[7:]))
+
+    with patch("indexer.store.ingest.os.fstat", stale_fstat):
+        assert read_bounded(path, 10_000) == b"x" * 1000  # read on past the size on record
+        with pytest.raises(FileTooLargeError, match="over 800 bytes"):
+            read_bounded(path, 800)
