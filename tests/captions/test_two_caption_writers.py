@@ -6,16 +6,13 @@ index (indexer/captions/index.py, by the sidecar's revision as in indexer/store/
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import IO, Any
 
 import pytest
 from api_fixtures import fake_text_embedder
+from process_holder import ProcessHolder
 
 from indexer.caption_records import Caption
 from indexer.captions import CaptionIndex
@@ -23,7 +20,6 @@ from indexer.captions.files import FLAT
 from indexer.store.opening import IndexMismatchError
 from indexer.store.vectors import VectorIndex
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
 # One process holding the caption index open: ``add LANG TEXT`` adds a caption; ``find`` answers, per language, the
 # ids its in-memory vectors hold and, for every caption in SQL, the best hit of a search for its own text.
 HOLDER = textwrap.dedent(
@@ -64,49 +60,9 @@ HOLDER = textwrap.dedent(
 )
 
 
-class Holder:
+def caption_holder(folder: Path, cache: Path) -> ProcessHolder:
     """A child process with the caption index open, driven line by line."""
-
-    def __init__(self, folder: Path, cache: Path) -> None:
-        env = {
-            **os.environ,
-            "TESTS_DIR": str(TESTS_DIR),
-            "CAPTIONS_DIR": str(folder),
-            "CACHE_DIR": str(cache),
-            "PYTHONPATH": str(TESTS_DIR.parent),
-            "OMP_NUM_THREADS": "1",
-            "PYTHONIOENCODING": "utf-8",
-        }
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", HOLDER],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self._line() == "open"
-
-    def _line(self) -> str:
-        stdout: IO[str] | None = self.process.stdout
-        assert stdout is not None
-        line = stdout.readline()
-        if not line:
-            _, stderr = self.process.communicate(timeout=30)
-            pytest.fail(f"the caption index holder died: {stderr}")
-        return line.strip()
-
-    def ask(self, command: str) -> dict[str, Any]:
-        stdin = self.process.stdin
-        assert stdin is not None
-        stdin.write(command + "\n")
-        stdin.flush()
-        return dict(json.loads(self._line()))
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            _, stderr = self.process.communicate("quit\n", timeout=60)
-            assert self.process.returncode == 0, stderr
+    return ProcessHolder(HOLDER, {"CAPTIONS_DIR": str(folder), "CACHE_DIR": str(cache)}, "caption index")
 
 
 def saved_ids(folder: Path) -> dict[str, list[int]]:
@@ -141,7 +97,7 @@ def test_two_processes_adding_captions_in_turn_keep_each_others_captions(tmp_pat
         assert first.add([Caption("en", "a dog runs on the beach", source="test")]) == 1
     finally:
         first.close()
-    terminal, server = Holder(folder, cache), Holder(folder, cache)
+    terminal, server = caption_holder(folder, cache), caption_holder(folder, cache)
     try:
         for number, caption in enumerate(TURNS, start=2):  # turns, each never reopening
             writer = terminal if number % 2 == 0 else server

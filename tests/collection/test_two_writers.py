@@ -4,17 +4,13 @@ one's searches see the other's photos without reopening the index (indexer/store
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import IO, Any
 
 import pytest
 from conftest import FakeImageEncoder, write_random_images
+from process_holder import ProcessHolder
 from test_collection import assert_consistent, open_index
 
 from indexer.settings import Settings
@@ -22,7 +18,6 @@ from indexer.store.index_kinds import MMAP_KIND, PQ_MIN_VECTORS, VectorIndexSett
 from indexer.store.sidecar import Sidecar
 from indexer.store.vector_files import load_vectors
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
 # One process holding the index open: it adds the photo named on each ``add`` line, and on ``find`` answers the
 # ids its in-memory vectors hold and the best hit of a search for each photo's own features.
 HOLDER = textwrap.dedent(
@@ -60,47 +55,9 @@ HOLDER = textwrap.dedent(
 )
 
 
-class Holder:
+def index_holder(settings: Settings) -> ProcessHolder:
     """A child process with the index open, driven line by line."""
-
-    def __init__(self, settings: Settings) -> None:
-        env = {
-            **os.environ,
-            "TESTS_DIR": str(TESTS_DIR),
-            "SETTINGS": settings.model_dump_json(),
-            "PYTHONPATH": str(TESTS_DIR.parent),
-            "OMP_NUM_THREADS": "1",
-        }
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", HOLDER],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self._line() == "open"
-
-    def _line(self) -> str:
-        stdout: IO[str] | None = self.process.stdout
-        assert stdout is not None
-        line = stdout.readline()
-        if not line:
-            _, stderr = self.process.communicate(timeout=30)
-            pytest.fail(f"the index holder died: {stderr}")
-        return line.strip()
-
-    def ask(self, command: str) -> dict[str, Any]:
-        stdin = self.process.stdin
-        assert stdin is not None
-        stdin.write(command + "\n")
-        stdin.flush()
-        return dict(json.loads(self._line()))
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            _, stderr = self.process.communicate("quit\n", timeout=60)
-            assert self.process.returncode == 0, stderr
+    return ProcessHolder(HOLDER, {"SETTINGS": settings.model_dump_json()}, "index")
 
 
 # Every kind whose vectors are files in the folder: saved whole (flat, hnsw) or appended in place (ivf-pq-mmap, which
@@ -118,7 +75,7 @@ def test_two_processes_adding_in_turn_keep_each_others_photos(kind: str, first: 
     with open_index(settings, FakeImageEncoder(0)) as index:  # the index exists before both open it
         index.add_paths(photos[:first], progress=False)
         assert index.index_kind == kind
-    watcher, server = Holder(settings), Holder(settings)
+    watcher, server = index_holder(settings), index_holder(settings)
     try:
         for number, photo in enumerate(photos[first:], start=first + 1):  # turns, each never reopening
             writer = watcher if number % 2 == 0 else server
