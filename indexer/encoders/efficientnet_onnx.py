@@ -75,10 +75,10 @@ class EfficientNetLiteOnnxEncoder(ImageEncoder):
         return self.name if self.precision == "fp32" else f"{self.name}-int8"
 
     def _load(self) -> None:
-        files = verify(self.export, self.models_dir)
-        self._features_path = files[FEATURES_FILE]
+        files = verify(self.export, self.models_dir)  # the fp32 build: the head's file comes from it either way
         if self.precision == "int8":
-            self._features_path = verify(IMAGE_INT8_EXPORTS[self.name], self.models_dir)[FEATURES_FILE]
+            files = {**files, **verify(IMAGE_INT8_EXPORTS[self.name], self.models_dir)}  # its features graph
+        self._features_path = files[FEATURES_FILE]
         self._session = open_session(
             self._features_path, threads=self.threads, device=self.device, spinning=self.spinning
         )
