@@ -46,7 +46,7 @@ def quantize_features(fp32_path: Path, int8_path: Path, ranges: Path, calibratio
 
     The graph is first pre-processed (ORT's basic optimisations, saved): the exporter writes TF's "same"
     padding as a Pad before each strided convolution; fp32 ORT fuses it at load, but a Pad left in front of a
-    QLinearConv stays an operator of its own (~1.5 ms a photo). Calibration and build share this step, so the
+    QLinearConv stays an operator of its own (~0.9 ms a photo). Calibration and build share this step, so the
     ranges name the tensors of the graph that is quantised."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process

@@ -47,7 +47,7 @@ def test_the_int8_graph_is_built_from_the_shipped_ranges_with_stem_and_head_in_f
     assert ops["QLinearConv"] >= 60
     fp32 = sorted(node.name for node in graph.node if node.op_type == "Conv")
     assert len(fp32) == 2 and "_conv_stem" in fp32[1] and "_conv_head" in fp32[0]
-    assert ops["Pad"] == 0  # folded into the convolutions before quantising (a Pad op costs ~1.5 ms a photo)
+    assert ops["Pad"] == 0  # folded into the convolutions before quantising (the Pads cost ~0.9 ms a photo)
 
 
 def test_int8_features_stay_close_to_fp32_and_are_cached_apart(models_dir: Path) -> None:
