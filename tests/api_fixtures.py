@@ -3,7 +3,6 @@ and an app wired to them (no model files, no network). Import the fixtures you u
 
 from __future__ import annotations
 
-import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import FakeImageEncoder, write_random_images
+from conftest import FakeImageEncoder, clear_polyglot_env, write_random_images
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
@@ -104,9 +103,7 @@ def fake_engine_factory(
 
 @pytest.fixture
 def service_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ServiceSettings:
-    for key in list(os.environ):
-        if key.startswith("POLYGLOT_"):
-            monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
     monkeypatch.chdir(tmp_path)
     return ServiceSettings(
         home=tmp_path / "home",

@@ -77,12 +77,16 @@ def write_random_images(folder: Path, count: int, seed: int = 0, size: tuple[int
     return paths
 
 
+def clear_polyglot_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset every POLYGLOT_ variable for the test, so settings come from the test alone (restored afterwards)."""
+    for key in [key for key in os.environ if key.startswith("POLYGLOT_")]:
+        monkeypatch.delenv(key)
+
+
 @pytest.fixture
 def tmp_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """Settings whose home, index, cache and models folders all live under tmp_path; no .env, no env vars."""
-    for key in list(os.environ):
-        if key.startswith("POLYGLOT_"):
-            monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
     monkeypatch.chdir(tmp_path)  # pydantic-settings reads ./.env; tmp_path has none
     return Settings(
         home=tmp_path / "home",

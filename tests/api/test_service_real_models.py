@@ -4,11 +4,11 @@ tiny index."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 
 import pytest
+from conftest import clear_polyglot_env
 from fastapi.testclient import TestClient
 from PIL import Image
 from threadpoolctl import threadpool_info
@@ -25,9 +25,7 @@ REPO_MODELS = Path(__file__).resolve().parents[2] / "var" / "models"
 
 @pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped student")
 def test_real_engine_searches_with_its_threads_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("POLYGLOT_"):
-            monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
     settings = ServiceSettings(home=tmp_path / "home", models_dir=REPO_MODELS, query_cache_size=0)
     colours = {"red": (220, 30, 30), "green": (30, 200, 40), "blue": (30, 60, 220)}
     paths = []
@@ -84,9 +82,7 @@ def test_evaluate_measures_the_shipped_student(tmp_path: Path, monkeypatch: pyte
     from app.cli import cli
     from training.data.synthetic import make_dataset
 
-    for key in list(os.environ):
-        if key.startswith("POLYGLOT_"):
-            monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("POLYGLOT_MODELS_DIR", str(REPO_MODELS))
     data = make_dataset(tmp_path / "data")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from api_fixtures import CAPTIONS, fake_text_embedder
+from conftest import clear_polyglot_env
 from typer.testing import CliRunner
 
 from app.cli import cli
@@ -154,9 +154,7 @@ def test_captions_in_postgresql_through_the_cli_and_the_service(
     from app.main import create_app
     from app.service_settings import ServiceSettings
 
-    for key in list(os.environ):
-        if key.startswith("POLYGLOT_"):
-            monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
     monkeypatch.chdir(tmp_path)
     url = f"{postgres_url}?options=-csearch_path%3D{pg_schema}"
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from api_fixtures import fake_load_models, fake_text_embedder
-from conftest import FakeImageEncoder, write_random_images
+from conftest import FakeImageEncoder, clear_polyglot_env, write_random_images
 from typer.testing import CliRunner
 
 import indexer.query as query
@@ -26,9 +25,7 @@ ROWS = [
 
 @pytest.fixture
 def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for key in list(os.environ):
-        if key.startswith("POLYGLOT_"):
-            monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", FakeImageEncoder.name)

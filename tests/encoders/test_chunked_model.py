@@ -10,12 +10,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import os
 import zipfile
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import clear_polyglot_env
 from typer.testing import CliRunner
 
 from indexer.chunked_model import (
@@ -187,9 +187,7 @@ def test_cli_shows_the_terms_once_and_fails_on_one_line(
     from app.cli import cli, models_cmd
 
     folder, model = wheelhouse
-    for key in list(os.environ):
-        if key.startswith("POLYGLOT_"):
-            monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
     monkeypatch.setenv("POLYGLOT_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(models_cmd, "embeddinggemma", lambda: model)

@@ -5,10 +5,10 @@ benchmarks)."""
 from __future__ import annotations
 
 import ast
-import os
 from pathlib import Path
 
 import pytest
+from conftest import clear_polyglot_env
 
 from indexer.encoders import build_image_encoder, build_text_encoder, build_text_side
 from indexer.settings import Settings
@@ -47,8 +47,7 @@ def test_only_the_factory_calls_the_low_level_constructors(tmp_path: Path) -> No
 
 @pytest.fixture
 def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Settings:
-    for key in [key for key in os.environ if key.startswith("POLYGLOT_")]:
-        monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
     monkeypatch.chdir(tmp_path)
     return Settings(home=tmp_path, encoder_backend="torch", e5_precision="int8", device="cpu")
 

@@ -4,11 +4,11 @@ loading, and a tower over it through the service's model loading."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import clear_polyglot_env
 from gemma_fixtures import tiny_embeddinggemma
 
 from indexer.asset_paths import SHIPPED_STUDENT, shipped_tower_path
@@ -29,8 +29,7 @@ def create_text_encoder(spec: str, models_dir: Path) -> TextEncoder:
 
 @pytest.fixture(autouse=True)
 def _no_polyglot_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in [key for key in os.environ if key.startswith("POLYGLOT_")]:
-        monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ on the test suite's fake encoders, through the real service (lifespan, micro-bat
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import clear_polyglot_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,8 +27,7 @@ def query_walk() -> ModuleType:
 
 
 def test_a_text_query_runs_through_at_most_12_modules(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in [key for key in os.environ if key.startswith("POLYGLOT_")]:
-        monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
     monkeypatch.chdir(tmp_path)  # no ./.env
     walk = query_walk()
     result = walk.run("fixtures", ["en", "fr", "none"], tmp_path / "models")

@@ -4,10 +4,10 @@ variable names, flat names routed to their section, and who may build it (entry 
 from __future__ import annotations
 
 import ast
-import os
 from pathlib import Path
 
 import pytest
+from conftest import clear_polyglot_env
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
@@ -21,8 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
-    for key in [key for key in os.environ if key.startswith("POLYGLOT_")]:
-        monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
     monkeypatch.chdir(tmp_path)  # no ./.env
     return monkeypatch
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import clear_polyglot_env
 from PIL import Image, ImageDraw
 from typer.testing import CliRunner
 
@@ -35,9 +35,7 @@ def beach_photo(path: Path) -> Path:
 
 @pytest.mark.skipif(not (shipped_tower_path() / "config.json").exists(), reason="no shipped student yet")
 def test_vocabulary_then_tags_with_the_shipped_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("POLYGLOT_"):
-            monkeypatch.delenv(key)
+    clear_polyglot_env(monkeypatch)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("POLYGLOT_MODELS_DIR", str(REPO_MODELS))
