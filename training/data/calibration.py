@@ -22,8 +22,6 @@ from indexer.encoders.preprocess import efficientnet_lite_pixels
 from indexer.export.efficientnet import FEATURES_FILE, export_efficientnet_lite
 from indexer.export.efficientnet_int8 import quantize_features
 
-INPUT_SIZE = {"efficientnet-lite2": 260}
-
 
 class CalibrationError(ValueError):
     """The data folder or split cannot give calibration photos."""
@@ -68,16 +66,14 @@ def calibrate_image_ranges(
     progress: bool = True,
 ) -> Path:
     """Measure the ranges and write them to ``out`` (default: the shipped asset ``IMAGE_INT8_RANGES[name]``)."""
-    if name not in INPUT_SIZE:
-        raise CalibrationError(f"no int8 graph for {name!r}; calibrate one of: {', '.join(INPUT_SIZE)}")
+    if name not in IMAGE_INT8_RANGES:
+        raise CalibrationError(f"no int8 graph for {name!r}; calibrate one of: {', '.join(IMAGE_INT8_RANGES)}")
     photos = calibration_photos(data, split, images)
     target = Path(out or IMAGE_INT8_RANGES[name])
     with tempfile.TemporaryDirectory(prefix="calibrate-") as scratch:
         folder = Path(scratch)
-        export_efficientnet_lite(name, folder)
+        size = export_efficientnet_lite(name, folder)["input_size"]  # the network's own, as the encoder uses it
         ranges = folder / "ranges.json"
-        quantize_features(
-            folder / FEATURES_FILE, folder / "int8.onnx", ranges, _PhotoBatches(photos, INPUT_SIZE[name], progress)
-        )
+        quantize_features(folder / FEATURES_FILE, folder / "int8.onnx", ranges, _PhotoBatches(photos, size, progress))
         atomic_write_bytes(target, ranges.read_bytes())
     return target
