@@ -13,8 +13,8 @@ over the same photos: ``efficientnet-lite2.sqlite`` and ``efficientnet-lite2-int
     .venv/bin/python benchmarks/image_precision.py --cache-dir var/cache --mixed-cache var/cache-mixed \\
         --out docs/results/image-int8/cosines.json
 
-``--table DIR`` instead prints the served recalls of ``DIR/{flickr,wide}-{fp32,int8,mixed}.json`` side by side
-(docs/image-int8.md).
+``--table DIR`` instead prints the served recalls of ``DIR/{flickr,wide}-{fp32,int8,mixed}.json`` side by side,
+with the label-bridge baseline's ``DIR/{flickr,wide}-label-bridge-{fp32,int8}.json`` (docs/image-int8.md).
 """
 
 from __future__ import annotations
@@ -51,20 +51,26 @@ def stats(values: np.ndarray) -> dict[str, float]:
 
 
 def recall_table(results: Path) -> str:
-    """Per data set and language: mR and text→image R@10 of fp32, int8 and the half-and-half index."""
+    """Per data set and language: mR and text→image R@10 of fp32, int8 and the half-and-half index, and the
+    zero-training label-bridge baseline's R@10 in fp32 and int8 (``{set}-label-bridge-{precision}.json``)."""
+    runs = ("fp32", "int8", "mixed", "label-bridge-fp32", "label-bridge-int8")
     lines = [
-        "| dev set | language | queries | mR fp32 | mR int8 | mR mixed | t2i R@10 fp32 | int8 | mixed |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| dev set | language | queries | mR fp32 | mR int8 | mR mixed | t2i R@10 fp32 | int8 | mixed "
+        "| label-bridge R@10 fp32 | int8 |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for data_set in ("flickr", "wide"):
-        runs = {run: json.loads((results / f"{data_set}-{run}.json").read_text()) for run in ("fp32", "int8", "mixed")}
-        for lang, block in runs["fp32"]["languages"].items():
-            mr = [runs[run]["languages"][lang]["mR"] for run in ("fp32", "int8", "mixed")]
-            r10 = [runs[run]["languages"][lang]["t2i"]["r10"] for run in ("fp32", "int8", "mixed")]
+        got = {run: json.loads((results / f"{data_set}-{run}.json").read_text()) for run in runs}
+        for lang, block in got["fp32"]["languages"].items():
+            mr = [got[run]["languages"][lang]["mR"] for run in runs[:3]]
+            r10 = [got[run]["languages"][lang]["t2i"]["r10"] for run in runs]
             cells = " | ".join(f"{value:.3f}" for value in mr + r10)
             lines.append(f"| {data_set} | {lang} | {block['queries']} | {cells} |")
-        a = [runs[run]["A"] for run in ("fp32", "int8", "mixed")]
-        lines.append(f"| {data_set} | **A** (mean mR) | | " + " | ".join(f"**{v:.4f}**" for v in a) + " | | | |")
+        a = [got[run]["A"] for run in runs[:3]]
+        baseline = " | ".join(f"A {got[run]['A']:.4f}" for run in runs[3:])
+        lines.append(
+            f"| {data_set} | **A** (mean mR) | | " + " | ".join(f"**{v:.4f}**" for v in a) + f" | | | | {baseline} |"
+        )
     return "\n".join(lines)
 
 
