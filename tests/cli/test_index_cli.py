@@ -141,3 +141,19 @@ def test_new_image_space_asks_for_rebuild(cli_env: Path, monkeypatch: pytest.Mon
     assert code == 0 and "rebuilt 3 vectors" in output
     assert invoke("list")[0] == 0
     assert json.loads(invoke("stats", "--json")[1])["image_space"] == space.fingerprint
+
+
+def test_a_setting_the_settings_refuse_is_one_error_line_naming_the_variable(
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every command reads its settings through read_settings: a bad POLYGLOT_ value ends it with exit 2 and the
+    variable, the value and what is allowed, not a pydantic traceback."""
+    monkeypatch.setenv("POLYGLOT_IMAGE_PRECISION", "int4")
+    code, output = invoke("stats")
+    assert code == 2
+    assert output.strip() == "error: invalid setting POLYGLOT_IMAGE_PRECISION='int4': Input should be 'int8' or 'fp32'"
+    monkeypatch.delenv("POLYGLOT_IMAGE_PRECISION")
+    monkeypatch.setenv("POLYGLOT_BATCH_SIZE", "many")
+    result = runner.invoke(cli, ["search", "dog"])
+    assert result.exit_code == 2 and "POLYGLOT_BATCH_SIZE='many'" in result.output
+    assert "Traceback" not in result.output
