@@ -21,6 +21,7 @@ from app.cli.settings_cli import read_settings
 from indexer.encoders.factory import UnknownEncoderError
 from indexer.image_index import AddReport, ImageIndex, IndexBusyError, IndexMismatchError, IndexNotFoundError
 from indexer.image_sources import SourceError, Sources, expand_sources
+from indexer.model_files import ChecksumError, ModelFileMissingError
 from indexer.store.failures import BackendUnavailableError, DiskFullError
 from indexer.store.milvus_vectors import VectorBackendError
 from indexer.store.sidecar import SidecarError
@@ -28,6 +29,8 @@ from indexer.store.sidecar import SidecarError
 app = typer.Typer(help="Build and maintain the image index.", no_args_is_help=True)
 
 USER_ERRORS = (
+    ModelFileMissingError,  # an export not built yet (e.g. POLYGLOT_ENCODER_BACKEND=onnx): the message names the command
+    ChecksumError,
     SourceError,
     IndexMismatchError,
     IndexNotFoundError,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FakeImageEncoder, write_random_images
+from conftest import FakeImageEncoder, clear_polyglot_env, write_random_images
 from typer.testing import CliRunner
 
 from app.cli import cli
@@ -157,3 +157,19 @@ def test_a_setting_the_settings_refuse_is_one_error_line_naming_the_variable(
     result = runner.invoke(cli, ["search", "dog"])
     assert result.exit_code == 2 and "POLYGLOT_BATCH_SIZE='many'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_indexing_before_the_models_are_built_names_the_build_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """POLYGLOT_ENCODER_BACKEND=onnx with an empty models folder (no `polyglot models build` yet): `index add` ends
+    with one error line that names the command, exit 2, not a traceback."""
+    clear_polyglot_env(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "var"))
+    monkeypatch.setenv("POLYGLOT_MODELS_DIR", str(tmp_path / "no-models"))
+    monkeypatch.setenv("POLYGLOT_ENCODER_BACKEND", "onnx")
+    write_random_images(tmp_path / "photos", 2)
+    code, output = invoke("add", "photos", "-q")
+    assert code == 2 and output.startswith("error: ") and "polyglot models build" in output
+    assert "Traceback" not in output
