@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from indexer.encoders.preprocess import efficientnet_lite_pixels
 from indexer.encoders.torch_utils import resize_center_crop
 from indexer.images import MAX_ASPECT_RATIO, ImageDecodeError, decode_image, file_hash, load_image
 from indexer.store.ingest import header_size
@@ -122,6 +123,19 @@ def test_resize_center_crop_gives_the_model_square_whatever_the_shape(size: tupl
     out = resize_center_crop(image, 260)
     assert out.size == (260, 260)
     assert np.asarray(out).reshape(-1, 3).mean(axis=0).round().tolist() == [10, 200, 30]
+
+
+def test_efficientnet_lite_pixels_are_the_arithmetic_formula_bit_for_bit() -> None:
+    """The lookup table gives the floats of (x - 127) / 128 exactly, channels first and contiguous: indexes built
+    before it keep their vectors (every 8-bit level appears in the noise photo)."""
+    noise = np.random.default_rng(0).integers(0, 256, size=(375, 500, 3), dtype=np.uint8)
+    photo = Image.fromarray(noise)
+    got = efficientnet_lite_pixels(photo, 260)
+    square = np.asarray(resize_center_crop(photo, 260), dtype=np.float32)
+    expected = ((square - 127.0) / 128.0).transpose(2, 0, 1)
+    assert got.shape == (3, 260, 260) and got.dtype == np.float32 and got.flags["C_CONTIGUOUS"]
+    assert np.array_equal(got, expected)
+    assert len(np.unique(square)) == 256
 
 
 def test_resize_center_crop_matches_resizing_the_whole_photo() -> None:
