@@ -1,28 +1,91 @@
-"""``polyglot``: one command line for set-up, indexing, training, evaluation, tagging and serving."""
+"""``polyglot``: one command line for set-up, indexing, training, evaluation, tagging and serving.
+
+The root loads a command's module only when that command runs (Click's lazy-group pattern): ``polyglot index add``
+imports the indexing code and not torch, which only the training, tower and tagging commands need and which costs
+~2 s of every start-up on a 2-core machine (``tests/cli/test_cli_startup.py``). ``polyglot --help`` still lists
+every command with its help: listing them loads them all.
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+from collections.abc import Callable
+from typing import Any
 
-from app.cli import (
-    bridge_cmd,
-    caption_search_cmd,
-    captions_cmd,
-    clc_cmd,
-    collections_cmd,
-    evaluate_cmd,
-    index_cmd,
-    models_cmd,
-    search_cmd,
-    serve_cmd,
-    tag_cmd,
-    train_cmd,
-    translator_cmd,
-)
+import click
+import typer
+from typer.core import TyperGroup
+
 from app.cli.logging_setup import configure_logging
+
+
+def _index(root: typer.Typer) -> None:
+    from app.cli import captions_cmd, index_cmd
+
+    index_cmd.app.add_typer(captions_cmd.app, name="captions")
+    root.add_typer(index_cmd.app, name="index")
+
+
+def _sub_app(module: str, attribute: str = "app") -> Callable[[typer.Typer], None]:
+    """A command group that is a module's Typer app (``polyglot models …``)."""
+
+    def register(root: typer.Typer) -> None:
+        root.add_typer(getattr(importlib.import_module(module), attribute), name=None)
+
+    return register
+
+
+def _registered(module: str) -> Callable[[typer.Typer], None]:
+    """Commands a module adds itself with its ``register(cli)`` (``polyglot search``, ``polyglot train …``)."""
+
+    def register(root: typer.Typer) -> None:
+        importlib.import_module(module).register(root)
+
+    return register
+
+
+# Every top-level command, in the order ``polyglot --help`` lists them, and what registers it.
+COMMANDS: dict[str, Callable[[typer.Typer], None]] = {
+    "index": _index,
+    "captions": _sub_app("app.cli.caption_search_cmd"),
+    "models": _sub_app("app.cli.models_cmd"),
+    "tags": _sub_app("app.cli.tag_cmd", "tags_app"),
+    "collections": _sub_app("app.cli.collections_cmd", "collections_app"),
+    "pseudopairs": _sub_app("app.cli.collections_cmd", "pseudopairs_app"),
+    "tag": _registered("app.cli.tag_cmd"),
+    "train": _registered("app.cli.train_cmd"),
+    "train-student": _registered("app.cli.train_cmd"),  # hidden: the old spelling of `polyglot train student`
+    "evaluate": _registered("app.cli.evaluate_cmd"),
+    "search": _registered("app.cli.search_cmd"),
+    "bridge": _registered("app.cli.bridge_cmd"),
+    "translator": _registered("app.cli.translator_cmd"),
+    "clc": _registered("app.cli.clc_cmd"),
+    "serve": _registered("app.cli.serve_cmd"),
+}
+
+
+class LazyCommands(TyperGroup):
+    """The root group: a command is built from its module the first time it is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+            COMMANDS[cmd_name](holder)
+            if len(holder.registered_groups) == 1 and holder.registered_groups[0].name is None:
+                holder.registered_groups[0].name = cmd_name  # a module's app, named by the root
+            built = typer.main.get_group(holder).commands.get(cmd_name)
+            if built is None:  # a registrar that does not make the command it is listed for: a bug here
+                raise RuntimeError(f"app.cli.COMMANDS[{cmd_name!r}] registered no command {cmd_name!r}")
+            self.commands[cmd_name] = built
+        return self.commands.get(cmd_name)
+
 
 cli = typer.Typer(
     name="polyglot",
+    cls=LazyCommands,
     help="Polyglot Image Search: search photos in any language, caption and tag them.",
     no_args_is_help=True,
     add_completion=False,
@@ -35,23 +98,6 @@ def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs (structured, to stderr)."),
 ) -> None:
     configure_logging(verbose)
-
-
-index_cmd.app.add_typer(captions_cmd.app, name="captions")
-cli.add_typer(index_cmd.app, name="index")
-cli.add_typer(caption_search_cmd.app, name="captions")
-cli.add_typer(models_cmd.app, name="models")
-cli.add_typer(tag_cmd.tags_app, name="tags")
-cli.add_typer(collections_cmd.collections_app, name="collections")
-cli.add_typer(collections_cmd.pseudopairs_app, name="pseudopairs")
-tag_cmd.register(cli)
-train_cmd.register(cli)
-evaluate_cmd.register(cli)
-search_cmd.register(cli)
-bridge_cmd.register(cli)
-translator_cmd.register(cli)
-clc_cmd.register(cli)
-serve_cmd.register(cli)
 
 
 def main() -> None:

@@ -32,7 +32,6 @@ from indexer.tagging.vocabulary import (
     read_word_list,
     select_words,
 )
-from indexer.tower import tower_fingerprint
 
 tags_app = typer.Typer(help="Target-language tag vocabularies for `polyglot tag`.", no_args_is_help=True)
 vocab_app = typer.Typer(help="Build and list tag vocabularies (versioned beside the index).", no_args_is_help=True)
@@ -84,6 +83,8 @@ def vocab_build(
         forms: dict[str, Counter[str]] = {}
         counts = count_words(files, code, word_list, forms)
         text = load_text_tower(settings)
+        from indexer.tower import tower_fingerprint  # torch: here, not in every `polyglot` start-up
+
         if not text.encoder.supports(code) and not allow_unsupported:
             raise fail(
                 f"the text encoder {text.encoder.name!r} does not cover {code!r}; tags would be unreliable "
