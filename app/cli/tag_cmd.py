@@ -32,7 +32,6 @@ from indexer.tagging.vocabulary import (
     read_word_list,
     select_words,
 )
-from indexer.tower import tower_fingerprint
 
 tags_app = typer.Typer(help="Target-language tag vocabularies for `polyglot tag`.", no_args_is_help=True)
 vocab_app = typer.Typer(help="Build and list tag vocabularies (versioned beside the index).", no_args_is_help=True)
@@ -101,7 +100,7 @@ def vocab_build(
                     "sources": [str(path) for path in files],
                     "kind": "word-list" if word_list else "content-words",
                     "text_encoder": text.encoder.name,
-                    "tower": tower_fingerprint(text.tower, text.bridge),
+                    "tower": text.fingerprint,
                 },
                 progress=bar.update,
                 forms=forms,
