@@ -26,10 +26,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from headless_chromium import launch_chromium
 from load_search import start_server
 from photo_samples import exif_bytes
 from PIL import Image
-from screenshot import CHROMIUM_ARGS, DATA, ROOT, index_dev_captions
+from screenshot import DATA, ROOT, index_dev_captions
 
 PLACES = {"Lisbon": (38.7223, -9.1393), "Porto": (41.1579, -8.6291), "Home": None}
 
@@ -95,7 +96,7 @@ def main() -> None:
 
             query = f"?q={args.query}&lang={args.lang}&after=2024-01-01&sort=date"
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+                browser = launch_chromium(playwright)
                 page = browser.new_page(viewport={"width": 1280, "height": 900}, bypass_csp=True)
                 page.goto(url + "/" + query + "&cutoff=auto")
                 page.wait_for_selector(".card")

@@ -35,7 +35,6 @@ from indexer.tagging.cached import embed_cached
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.text import count_content_words
 from indexer.tagging.vocabulary import build_vocabulary
-from indexer.tower import tower_fingerprint
 from training.data.dataset import load_dataset
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "m30k-f8k"
@@ -59,7 +58,7 @@ def prepare(home: Path, args: argparse.Namespace) -> ServiceSettings:
             count_content_words(texts[lang], lang),
             partial(embed_cached, text, cache_dir=settings.resolved_cache_dir, lang=lang),
             min_count=3,
-            info={"tower": tower_fingerprint(text.tower, text.bridge)},
+            info={"tower": text.fingerprint},
         )
         store.save(vocab)
     return settings

@@ -1,7 +1,8 @@
 """When and where a photo was taken, and with what: read from EXIF without decoding a pixel.
 
 ``photo_facts(data)`` → :class:`PhotoFacts` from the file's EXIF (JPEG, HEIC/AVIF via pillow-heif, PNG eXIf,
-WebP, TIFF, and camera RAW, whose IFD0 is itself EXIF):
+WebP, TIFF, and camera RAW, whose IFD0 is itself EXIF); ``folder``, the one fact not in the bytes, is the file's
+folder, set by the indexer (:func:`indexer.store.ingest.fact_columns`):
 
 * ``taken_at``: the local wall-clock time of capture (``DateTimeOriginal``, else ``DateTimeDigitized``, else
   ``DateTime``), naive; ``taken_offset_minutes``: its UTC offset where EXIF 2.31's ``OffsetTimeOriginal`` (or
@@ -18,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -38,6 +39,11 @@ _ZONE = re.compile(r"\s*([+-])(\d\d):(\d\d)\s*$")
 
 @dataclass
 class PhotoFacts:
+    """A photo's facts, declared once: the index keeps each in a nullable column (``FACTS``; the rows and records
+    of :mod:`indexer.store.metadata` are facts too) and the API shows each (``app/schemas/images.py``). Set by
+    the indexer from the file, never by users (issue 27)."""
+
+    folder: str | None = None
     taken_at: datetime | None = None
     taken_offset_minutes: int | None = None
     latitude: float | None = None
@@ -54,7 +60,11 @@ class PhotoFacts:
         return self.taken_at.replace(tzinfo=zone).astimezone(UTC)
 
     def columns(self) -> dict[str, Any]:
-        return asdict(self)
+        """The facts alone, by name (of a record too: not its other fields)."""
+        return {name: getattr(self, name) for name in FACTS}
+
+
+FACTS = tuple(fact.name for fact in fields(PhotoFacts))  # the column names, in the tables' and the API's order
 
 
 def photo_facts(data: bytes) -> PhotoFacts:

@@ -156,11 +156,16 @@ class TextTower(SavedTower):
         return model.eval()
 
 
-def tower_fingerprint(tower: TextTower, bridge: LanguageBridge | None = None) -> str:
-    """Identity of the text side: its text encoder, the tower's weights and the language bridge.
+def tower_fingerprint(
+    tower: TextTower, bridge: LanguageBridge | None = None, encoder: TextEncoder | None = None
+) -> str:
+    """Identity of the text side: its text encoder, the tower's weights, the language bridge and the encoder's own
+    trained weights where it has some (a student's trunk delta: :attr:`TextEncoder.weights_digest`).
 
     Vectors a text side made (caption indexes, tag vocabularies) are only valid for the same fingerprint; the
     encoder's name is hashed too, as two towers with equal weights on different encoders map other sentences.
+    An encoder without weights of its own (every research tower's) adds nothing: those fingerprints are as before.
+    Call it through :attr:`TextEmbedder.fingerprint`, which passes all three.
     """
     digest = hashlib.sha256(tower.text_encoder.encode())
     for name, tensor in sorted(tower.state_dict().items()):
@@ -168,6 +173,9 @@ def tower_fingerprint(tower: TextTower, bridge: LanguageBridge | None = None) ->
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
     if bridge is not None:
         digest.update(bridge.weight.tobytes())
+    weights = encoder.weights_digest if encoder is not None else None
+    if weights is not None:
+        digest.update(b"encoder-weights:" + weights.encode())
     return digest.hexdigest()[:16]
 
 
@@ -199,6 +207,11 @@ class TextEmbedder:
     @property
     def dim(self) -> int:
         return int(self.tower.config["output_dim"])
+
+    @property
+    def fingerprint(self) -> str:
+        """:func:`tower_fingerprint` of this text side: tower, bridge and the encoder's own weights."""
+        return tower_fingerprint(self.tower, self.bridge, self.encoder)
 
     def load(self) -> None:
         self.encoder.load()

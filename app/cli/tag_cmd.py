@@ -102,7 +102,7 @@ def vocab_build(
                     "sources": [str(path) for path in files],
                     "kind": "word-list" if word_list else "content-words",
                     "text_encoder": text.encoder.name,
-                    "tower": tower_fingerprint(text.tower, text.bridge),
+                    "tower": text.fingerprint,
                 },
                 progress=bar.update,
                 forms=forms,

@@ -22,7 +22,8 @@ class ImageMetadata(BaseModel):
     caption: str | None = Field(default=None, max_length=10_000)
     tags: list[str] = Field(default_factory=list, max_length=1_000)
     extra: dict[str, Any] = Field(default_factory=dict, description="Other metadata from the manifest/upload.")
-    # Photo facts read from the file (issue 27); null where the file does not say.
+    # Photo facts read from the file (issue 27; indexer.photo_metadata.PhotoFacts, with the API's bounds and words:
+    # tests/collection/test_metadata.py checks that they agree); null where the file does not say.
     folder: str | None = Field(default=None, max_length=4096, description="Folder of the file on the server.")
     taken_at: datetime | None = Field(
         default=None, description="Capture time, local to where it was taken (EXIF DateTimeOriginal), no zone."
@@ -50,14 +51,7 @@ class ImageMetadata(BaseModel):
             caption=record.caption,
             tags=record.tags,
             extra=record.extra,
-            folder=record.folder,
-            taken_at=record.taken_at,
-            taken_offset_minutes=record.taken_offset_minutes,
-            latitude=record.latitude,
-            longitude=record.longitude,
-            camera_make=record.camera_make,
-            camera_model=record.camera_model,
-            orientation=record.orientation,
+            **record.columns(),
         )
 
 

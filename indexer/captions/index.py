@@ -35,7 +35,7 @@ from indexer.store.opening import IndexMismatchError
 from indexer.store.revisions import Revisions, file_stamp
 from indexer.store.sql import redact_url, sqlite_url
 from indexer.store.vectors import VectorIndex
-from indexer.tower import TextEmbedder, tower_fingerprint
+from indexer.tower import TextEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class CaptionIndex:
         self.embedder = embedder
         self.cache_dir = cache_dir
         self.dim = embedder.dim
-        self.fingerprint = tower_fingerprint(embedder.tower, embedder.bridge)
+        self.fingerprint = embedder.fingerprint
         self.store = CaptionStore(database_url or sqlite_url(self.folder / DB_NAME))
         self.files = CaptionFiles(self.folder, self.dim)
         # Before the sidecar is read (open reconciles after this): a save by another process after it is noticed.

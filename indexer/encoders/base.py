@@ -154,6 +154,12 @@ class TextEncoder(Encoder):
     @abstractmethod
     def _predict(self, texts: Sequence[str]) -> np.ndarray: ...
 
+    @property
+    def weights_digest(self) -> str | None:
+        """Identity of weights this encoder reads beyond those its name fixes (a student's trained trunk), or
+        None: the text side's fingerprint (:func:`indexer.tower.tower_fingerprint`) hashes it when there is one."""
+        return None
+
     def supports(self, lang: str) -> bool:
         return self.languages is None or lang.lower() in self.languages
 

@@ -17,6 +17,7 @@ import numpy as np
 from sqlalchemy import JSON, BigInteger, DateTime, Float, Integer, SmallInteger, String, Text, and_, func, or_, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from indexer.photo_metadata import FACTS, PhotoFacts
 from indexer.search_filters import PhotoFilter, distance_km
 from indexer.store.migrate import add_missing_columns
 from indexer.store.sql import BATCH, ID_TYPE, SqlStore
@@ -24,17 +25,6 @@ from indexer.store.sql import redact_url as redact_url  # re-exported: callers i
 from indexer.store.sql import sqlite_url as sqlite_url
 
 _EDITABLE = frozenset({"title", "caption", "tags", "extra"})
-# Facts read from the file (EXIF, its folder): set by the indexer, never by users (issue 27).
-FACTS = (
-    "folder",
-    "taken_at",
-    "taken_offset_minutes",
-    "latitude",
-    "longitude",
-    "camera_make",
-    "camera_model",
-    "orientation",
-)
 
 
 class Base(DeclarativeBase):
@@ -56,7 +46,8 @@ class ImageRow(Base):
     caption: Mapped[str | None] = mapped_column(Text)
     tags: Mapped[list[str]] = mapped_column(default=list)
     extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    # Issue 27; added in place to existing tables by indexer/store/migrate.py (all nullable).
+    # The photo facts (:class:`PhotoFacts`, their one declaration: the column types are SQL's, checked against it
+    # by tests/collection/test_metadata.py); issue 27; added in place to existing tables by indexer/store/migrate.py.
     folder: Mapped[str | None] = mapped_column(String(4096), index=True)
     taken_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=False), index=True)  # local wall clock
     taken_offset_minutes: Mapped[int | None] = mapped_column(Integer)
@@ -68,9 +59,7 @@ class ImageRow(Base):
 
 
 @dataclass
-class ImageRecord:
-    """One indexed image, detached from any database session."""
-
+class _RecordFields:
     id: int
     path: str
     sha256: str
@@ -82,14 +71,11 @@ class ImageRecord:
     caption: str | None = None
     tags: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
-    folder: str | None = None
-    taken_at: datetime | None = None
-    taken_offset_minutes: int | None = None
-    latitude: float | None = None
-    longitude: float | None = None
-    camera_make: str | None = None
-    camera_model: str | None = None
-    orientation: int | None = None
+
+
+@dataclass
+class ImageRecord(PhotoFacts, _RecordFields):
+    """One indexed image, detached from any database session: its fields, then its photo facts."""
 
     @classmethod
     def from_row(cls, row: ImageRow) -> ImageRecord:
@@ -121,9 +107,7 @@ class ImageRecord:
 
 
 @dataclass
-class NewImage:
-    """What the indexer knows about an image before it has an id."""
-
+class _NewImageFields:
     path: str
     sha256: str
     width: int
@@ -133,14 +117,11 @@ class NewImage:
     caption: str | None = None
     tags: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
-    folder: str | None = None
-    taken_at: datetime | None = None
-    taken_offset_minutes: int | None = None
-    latitude: float | None = None
-    longitude: float | None = None
-    camera_make: str | None = None
-    camera_model: str | None = None
-    orientation: int | None = None
+
+
+@dataclass
+class NewImage(PhotoFacts, _NewImageFields):
+    """What the indexer knows about an image before it has an id: its fields, then its photo facts."""
 
 
 class MetadataStore(SqlStore):

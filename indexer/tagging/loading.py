@@ -8,7 +8,6 @@ from indexer.tagging.cached import embed_cached
 from indexer.tagging.source_tags import CaptionRetriever, clean_class_name
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.tagger import Tagger
-from indexer.tower import tower_fingerprint
 
 
 def load_tagger(
@@ -30,7 +29,7 @@ def load_tagger(
         store.load_all(),
         settings=settings.tagging,
         captions=captions,
-        fingerprint=tower_fingerprint(text.tower, text.bridge),
+        fingerprint=text.fingerprint,
         store=store,
     )
     names = list(dict.fromkeys(tag for tag in map(clean_class_name, models.image_encoder.class_names) if tag))

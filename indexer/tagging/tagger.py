@@ -125,7 +125,11 @@ class Tagger:
         for lang, vocabulary in vocabularies.items():
             made_by = vocabulary.info.get("tower")
             if self.fingerprint and made_by and made_by != self.fingerprint:
-                log.warning("re-embedding tag vocabulary made by another tower", extra={"lang": lang})
+                log.warning(
+                    "re-embedding tag vocabulary made by another text tower (in memory, at every start until it is "
+                    "rebuilt: polyglot tags vocab build FILES --lang LANG)",
+                    extra={"lang": lang, "made_by": made_by, "tower": self.fingerprint},
+                )
                 vectors = np.asarray(self.text.embed(vocabulary.words, lang), dtype=np.float32)
                 vocabulary = Vocabulary(
                     lang, vocabulary.words, vocabulary.counts, vectors, vocabulary.info, vocabulary.display

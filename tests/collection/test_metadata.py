@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -76,3 +76,29 @@ def test_postgres_store(postgres_url: str, pg_schema: str) -> None:
 
 def test_redact_url_hides_password() -> None:
     assert "secret" not in redact_url("postgresql+psycopg://u:secret@h/db")
+
+
+def test_the_photo_facts_are_declared_once() -> None:
+    """:class:`PhotoFacts` declares the facts; the SQL columns and the API's fields carry their own types (SQL's,
+    pydantic's bounds and words) and must name the same facts, in the same order, with the same Python types."""
+    import typing
+    from dataclasses import fields
+
+    from app.schemas.images import ImageMetadata
+    from indexer.photo_metadata import FACTS, PhotoFacts
+    from indexer.store.metadata import ImageRecord, ImageRow
+
+    declared = typing.get_type_hints(PhotoFacts)
+    assert FACTS == tuple(declared) == tuple(f.name for f in fields(PhotoFacts))
+    columns = ImageRow.__table__.columns
+    api = ImageMetadata.model_fields
+    assert [column.name for column in columns if column.name in declared] == list(FACTS)
+    assert [name for name in api if name in declared] == list(FACTS)
+    for name in FACTS:
+        (kind,) = set(typing.get_args(declared[name])) - {type(None)}  # every fact is optional
+        assert columns[name].nullable and columns[name].type.python_type is kind, name
+        assert api[name].annotation == declared[name] and api[name].default is None, name
+    record = ImageRecord(
+        id=1, path="/p/a.jpg", sha256="a" * 64, width=4, height=3, bytes=100, added_at=datetime.now(UTC)
+    )
+    assert list(record.columns()) == list(FACTS) and list(record.__dict__)[-len(FACTS) :] == list(FACTS)

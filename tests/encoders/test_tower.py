@@ -100,15 +100,27 @@ def test_shipped_towers_load_and_share_one_image_space(folder: str) -> None:
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-5)
 
 
+def small_tower(text_encoder: str = "muse", input_dim: int = 4) -> TextTower:
+    """A tower with fixed weights (no random initialisation: its fingerprint is pinned below)."""
+    tower = TextTower(
+        input_dim=input_dim, output_dim=3, hidden_dims=[5], dropouts=[0.0, 0.0], text_encoder=text_encoder
+    )
+    with torch.no_grad():
+        for parameter in tower.parameters():
+            parameter.copy_(torch.linspace(-1.0, 1.0, parameter.numel()).reshape(parameter.shape))
+    return tower.eval()
+
+
 def test_one_tower_fingerprint_for_weights_encoder_and_bridge() -> None:
     from indexer.bridge import LanguageBridge
     from indexer.tower import tower_fingerprint
 
     def tower(text_encoder: str = "muse") -> TextTower:
-        torch.manual_seed(0)
-        return TextTower(input_dim=4, output_dim=3, hidden_dims=[5], dropouts=[0.0, 0.0], text_encoder=text_encoder)
+        return small_tower(text_encoder)
 
     base = tower_fingerprint(tower())
+    # The formula of a research tower (its encoder has no weights of its own) is the one its indexes were made with.
+    assert base == "61fa4bae6f10ea62"
     assert base == tower_fingerprint(tower()) and len(base) == 16
     assert tower_fingerprint(tower("e5-small")) != base  # same weights, another sentence space
     retrained = tower()
@@ -117,3 +129,41 @@ def test_one_tower_fingerprint_for_weights_encoder_and_bridge() -> None:
     assert tower_fingerprint(retrained) != base
     bridge = LanguageBridge(np.zeros((3, 2), dtype=np.float32), (0, 2), (2, 4), frozenset({"cs"}), "muse")
     assert tower_fingerprint(tower(), bridge) != base
+
+
+def student_folder(folder: Path, delta: dict[str, torch.Tensor]) -> Path:
+    """A student folder (:mod:`indexer.student`): the same head in each, the given trunk delta."""
+    from safetensors.torch import save_file
+
+    from indexer.student.model import TRUNK_DELTA, student_config
+
+    small_tower("e5-student", input_dim=384).save_pretrained(folder, extra=student_config(1, {}))
+    save_file(delta, str(folder / TRUNK_DELTA))
+    return folder
+
+
+def test_a_student_fingerprint_names_its_trunk_delta(tmp_path: Path) -> None:
+    """A student's trunk is trained too: the same head over another delta maps sentences elsewhere, so caption
+    indexes and tag vocabularies of one must not pass for the other's."""
+    from indexer.student.encoder import StudentEmbedder
+    from indexer.tower import tower_fingerprint
+
+    def fingerprint(name: str, step: float) -> str:
+        delta = {"layers.0.query.weight": torch.full((384, 384), step, dtype=torch.float16)}
+        return StudentEmbedder.from_folder(student_folder(tmp_path / name, delta), tmp_path / "models").fingerprint
+
+    first = fingerprint("first", 1e-3)
+    assert fingerprint("again", 1e-3) == first  # the delta's bytes, not the folder, are its identity
+    assert fingerprint("retrained", 2e-3) != first
+    assert first != tower_fingerprint(small_tower("e5-student", input_dim=384))  # the head alone
+
+
+def test_a_research_tower_fingerprint_is_its_tower_and_bridge() -> None:
+    from api_fixtures import FakeTextEncoder
+
+    from indexer.tower import TextEmbedder, tower_fingerprint
+
+    encoder = FakeTextEncoder()
+    tower = small_tower(encoder.name, input_dim=encoder.dim)
+    assert encoder.weights_digest is None
+    assert TextEmbedder(tower, encoder).fingerprint == tower_fingerprint(tower)

@@ -4,35 +4,22 @@ real uvicorn server: a French query shows results, a click shows captions, dropp
 from __future__ import annotations
 
 import base64
-import os
 from pathlib import Path
 
 import pytest
+from headless_chromium import CHROMIUM, MISSING, launch_chromium
 
 pytest_plugins = ("api_fixtures",)
 pytestmark = pytest.mark.browser
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @pytest.fixture
 def browser_page():
     if not CHROMIUM.exists():
-        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+        pytest.skip(MISSING)
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
-        # Chromium's singleton socket lives in TMPDIR and may not exceed 107 bytes: a short one under a long TMPDIR.
-        env = {**os.environ, "TMPDIR": "/tmp"} if Path("/tmp").is_dir() else None
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, env=env)
+        browser = launch_chromium(playwright)
         try:
             # bypass_csp: Playwright's wait_for_function evaluates its predicate with eval, which the page's CSP
             # (script-src 'self') forbids. The page's own script runs under that CSP (both tests passed with it

@@ -3,14 +3,13 @@ button), the detail view with EXIF facts, tags and "similar photos", infinite sc
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from headless_chromium import CHROMIUM, MISSING, launch_chromium
 from photo_samples import jpeg, write
-from test_web import CHROMIUM, CHROMIUM_ARGS
 
 pytest_plugins = ("api_fixtures",)
 pytestmark = pytest.mark.browser
@@ -32,9 +31,7 @@ def photo_paths(tmp_path: Path) -> list[Path]:
 
 
 def _launch(sync_api, playwright, viewport):  # type: ignore[no-untyped-def]
-    # Chromium's singleton socket lives in TMPDIR and may not exceed 107 bytes: a short one under a long TMPDIR.
-    env = {**os.environ, "TMPDIR": "/tmp"} if Path("/tmp").is_dir() else None
-    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, env=env)
+    browser = launch_chromium(playwright)
     # bypass_csp: Playwright's wait_for_function evaluates its predicate with eval, which the page's CSP
     # (script-src 'self') forbids; the page's own script runs under that CSP (test_fault_files.py checks it).
     return browser, browser.new_page(viewport=viewport, bypass_csp=True)
@@ -44,7 +41,7 @@ def _launch(sync_api, playwright, viewport):  # type: ignore[no-untyped-def]
 def pages():  # type: ignore[no-untyped-def]
     """A factory of pages at a given viewport (desktop or phone)."""
     if not CHROMIUM.exists():
-        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+        pytest.skip(MISSING)
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
         browsers = []

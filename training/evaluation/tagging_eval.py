@@ -39,7 +39,7 @@ from indexer.tagging.ranking import DEFAULT_W1, DEFAULT_W2, assign_tags
 from indexer.tagging.source_tags import MatrixCaptionRetriever
 from indexer.tagging.text import count_content_words
 from indexer.tagging.vocabulary import Vocabulary, build_vocabulary
-from indexer.tower import TextEmbedder, TextTower, tower_fingerprint
+from indexer.tower import TextEmbedder, TextTower
 from training.data.dataset import load_dataset
 from training.data.features import image_features
 from training.evaluation.lexicon_baseline import Lexicon
@@ -168,7 +168,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "sweep_w1": args.sweep,
         "tower": {
             "path": str(args.tower),
-            "fingerprint": tower_fingerprint(text.tower, text.bridge),
+            "fingerprint": text.fingerprint,
             "text_encoder": text.encoder.name,
             "image_encoder": encoder.name,
         },
