@@ -12,7 +12,6 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -67,10 +66,11 @@ COMMANDS: dict[str, Callable[[typer.Typer], None]] = {
 class LazyCommands(TyperGroup):
     """The root group: a command is built from its module the first time it is asked for."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    # ctx: the click Context Typer passes (Typer vendors its own click, so its type is not importable as such)
+    def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> Any:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
             COMMANDS[cmd_name](holder)

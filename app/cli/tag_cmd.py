@@ -83,8 +83,6 @@ def vocab_build(
         forms: dict[str, Counter[str]] = {}
         counts = count_words(files, code, word_list, forms)
         text = load_text_tower(settings)
-        from indexer.tower import tower_fingerprint  # torch: here, not in every `polyglot` start-up
-
         if not text.encoder.supports(code) and not allow_unsupported:
             raise fail(
                 f"the text encoder {text.encoder.name!r} does not cover {code!r}; tags would be unreliable "
