@@ -76,7 +76,7 @@ def per_photo(stage: Callable[[int], Any], count: int, clock: Callable[[], float
     return float(np.median(passes))
 
 
-def profile(photos: list[Path], batches: list[int], threads: list[int], side: int) -> dict[str, Any]:
+def profile(photos: list[Path], batches: list[int], threads: list[int], side: int, precision: str) -> dict[str, Any]:
     count = len(photos)
     datas = [read_bounded(path, None) for path in photos]
     images = [decode_image(data, min_side=side) for data in datas]
@@ -114,19 +114,23 @@ def profile(photos: list[Path], batches: list[int], threads: list[int], side: in
     features = np.random.default_rng(0).standard_normal((count, 1280)).astype(np.float32)
     space = ImageSpace("l2")
 
-    def add_vectors() -> None:
-        vectors = new_vectors(1280, _flat())
+    def add_vectors(folder: Path) -> None:
+        vectors = new_vectors(folder, 1280, _flat())
         vectors.add(list(range(count)), space.apply(features))
 
-    start = time.thread_time()
-    for _ in range(3):
-        add_vectors()
-    stages["vectors"] = (time.thread_time() - start) / 3 / count
+    vector_folder = Path(tempfile.mkdtemp(prefix="profile-vectors-"))
+    try:
+        start = time.thread_time()
+        for _ in range(3):
+            add_vectors(vector_folder)
+        stages["vectors"] = (time.thread_time() - start) / 3 / count
+    finally:
+        shutil.rmtree(vector_folder, ignore_errors=True)
 
     model: list[dict[str, Any]] = []
     for thread_count in threads:
         encoder = EfficientNetLiteOnnxEncoder(
-            "efficientnet-lite2", Settings().resolved_models_dir, threads=thread_count
+            "efficientnet-lite2", Settings().resolved_models_dir, threads=thread_count, precision=precision
         )
         encoder.load()
         for batch in batches:
@@ -144,7 +148,13 @@ def profile(photos: list[Path], batches: list[int], threads: list[int], side: in
                 }
             )
             print(json.dumps(model[-1]), flush=True)
-    return {"stages": stages, "model": model, "decoded_size": list(images[0].size), "photos": count}
+    return {
+        "stages": stages,
+        "model": model,
+        "precision": precision,
+        "decoded_size": list(images[0].size),
+        "photos": count,
+    }
 
 
 def _flat() -> Any:
@@ -171,7 +181,7 @@ def markdown(result: dict[str, Any], command: str, load: tuple[float, float]) ->
     ]
     lines += [f"| {name} | {seconds * 1000:.2f} |" for name, seconds in stages.items()]
     lines += [
-        f"| model (best: batch {best['batch']}, {best['threads']} thread(s)) | {best['cpu_s_per_photo'] * 1000:.2f} |",
+        f"| model, {result['precision']} (best: batch {best['batch']}, {best['threads']} thread(s)) | {best['cpu_s_per_photo'] * 1000:.2f} |",
         f"| **total** | **{total * 1000:.2f}** |",
         "",
         f"Capacity of two idle cores at this cost: {2 / total:.0f} photos/s.",
@@ -197,6 +207,12 @@ def main() -> None:
     parser.add_argument("--side", type=int, default=260, help="Short side decoded to (the indexer's decode side).")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--precision",
+        choices=["int8", "fp32"],
+        default="int8",
+        help="The network's graph (the indexer's default: int8).",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     load_start = os.getloadavg()[0]
@@ -204,7 +220,7 @@ def main() -> None:
     sample = [photos[i] for i in np.random.default_rng(0).choice(len(photos), args.sample, replace=False)]
     scratch = Path(tempfile.mkdtemp(prefix="profile-photos-"))
     try:
-        result = profile(upscaled(sample, args.upscale, scratch), args.batches, args.threads, args.side)
+        result = profile(upscaled(sample, args.upscale, scratch), args.batches, args.threads, args.side, args.precision)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     command = ".venv/bin/python benchmarks/indexing_profile.py " + " ".join(sys.argv[1:])
