@@ -25,6 +25,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -180,6 +181,36 @@ def bench_open(name: str, photos: list[Path], batch_size: int, cache_dir: Path, 
         shutil.rmtree(root, ignore_errors=True)
 
 
+def bench_cli(name: str, photos: list[Path], backend: str, decode: str, precision: str) -> dict[str, float]:
+    """``polyglot index add PHOTOS`` in a new process into a fresh index and features cache: what a user waits
+    for, the interpreter's and the command's start-up and the model's loading included."""
+    root = Path(tempfile.mkdtemp(prefix="bench-cli-"))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("POLYGLOT_")}
+    env.update(
+        POLYGLOT_HOME=str(root),
+        POLYGLOT_MODELS_DIR=str(Settings().resolved_models_dir),
+        POLYGLOT_IMAGE_ENCODER=name,
+        POLYGLOT_ENCODER_BACKEND=backend,
+        POLYGLOT_IMAGE_PRECISION=precision,
+        POLYGLOT_DECODE_FULL_SIZE="1" if decode == "full" else "0",
+    )
+    polyglot = Path(sys.executable).with_name("polyglot")
+    try:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [str(polyglot), "index", "add", *map(str, photos)], env=env, capture_output=True, text=True, check=False
+        )
+        elapsed = time.perf_counter() - start
+        if done.returncode != 0 or f"added {len(photos)}," not in done.stdout + done.stderr:
+            raise RuntimeError(f"polyglot index add failed: {done.stdout[-500:]} {done.stderr[-2000:]}")
+        start = time.perf_counter()
+        subprocess.run([str(polyglot), "index", "stats"], env=env, capture_output=True, check=True)
+        startup = time.perf_counter() - start
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return {"cli_seconds": elapsed, "cli_images_per_s": len(photos) / elapsed, "cli_stats_seconds": startup}
+
+
 def _ms(seconds: float | None) -> str:
     return f"{seconds * 1000:.1f}" if seconds else "–"
 
@@ -199,8 +230,9 @@ def markdown(results: list[dict[str, Any]], opened: dict[str, Any] | None, comma
         "| encoder | backend | precision | decode | images | batch | workers | indexing img/s (decode incl.) "
         "| indexing CPU ms/img "
         "| 2 / CPU s: img/s two idle cores reach | load avg during | decode+preprocess img/s (CPU ms/img) "
-        "| model-only img/s (CPU ms/img) | FAISS bytes/img | SQLite bytes/img | memory bytes/img |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| model-only img/s (CPU ms/img) | FAISS bytes/img | SQLite bytes/img | memory bytes/img "
+        "| `polyglot index add` img/s, start-up incl. (s) | `polyglot index stats` s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         cpu = r.get("index_cpu_s_per_image")
@@ -213,7 +245,12 @@ def markdown(results: list[dict[str, Any]], opened: dict[str, Any] | None, comma
             f"| {f'{load[0]:.1f}–{load[1]:.1f}' if load else '–'} "
             f"| {r['decode_preprocess_images_per_s']:.1f} ({_ms(r.get('decode_preprocess_cpu_s_per_image'))}) "
             f"| {r['model_images_per_s']:.1f} ({_ms(r.get('model_cpu_s_per_image'))}) "
-            f"| {r['faiss_bytes_per_image']:.0f} | {r['sqlite_bytes_per_image']:.0f} | {r['memory_bytes_per_image']:.0f} |"
+            f"| {r['faiss_bytes_per_image']:.0f} | {r['sqlite_bytes_per_image']:.0f} | {r['memory_bytes_per_image']:.0f} "
+            + (
+                f"| {r['cli_images_per_s']:.1f} ({r['cli_seconds']:.1f}) | {r['cli_stats_seconds']:.2f} |"
+                if "cli_seconds" in r
+                else "| – | – |"
+            )
         )
     if opened:
         lines += [
@@ -271,6 +308,11 @@ def main() -> None:
         default=None,
         help="WxH: re-encode the sampled photos at this size (JPEG q90) first, e.g. 4000x3000 for 12-Mpx phone photos.",
     )
+    parser.add_argument(
+        "--cli",
+        action="store_true",
+        help="Also time `polyglot index add` of the same photos in a new process (start-up included) after each run.",
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("indexing.md"))
     args = parser.parse_args()
 
@@ -290,6 +332,8 @@ def main() -> None:
                     results.append(
                         bench_encoder(name, sample, args.batch_size, backend, decode, args.workers, precision)
                     )
+                    if args.cli:
+                        results[-1].update(bench_cli(name, sample, backend, decode, precision))
                     print(json.dumps(results[-1]), flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
