@@ -30,12 +30,12 @@ from typing import Any
 import faiss
 import numpy as np
 
-from indexer.atomic import atomic_write_bytes, atomic_write_json
+from indexer.atomic import atomic_write_json
 from indexer.store.backend import SearchResult
 from indexer.store.filtered import filtered_search
 from indexer.store.index_kinds import MMAP_KIND, VectorIndexSettings
 from indexer.store.row_file import RowFile
-from indexer.store.vectors import _as_ids, _as_matrix, checked_additions
+from indexer.store.vectors import _as_ids, _as_matrix, checked_additions, read_faiss, write_faiss
 
 STATE_NAME = "state.json"
 GENERATIONS_DIR = MMAP_KIND  # <index folder>/ivf-pq-mmap/g<time>/: one folder per generation
@@ -102,7 +102,7 @@ class MmapIvfIndex:
         folder = Path(folder)
         state = json.loads((folder / STATE_NAME).read_text(encoding="utf-8"))
         rows = RowFile(folder, int(state["dim"]), str(state["dtype"]))
-        codes = faiss.read_index(str(folder / state["codes"]))
+        codes = read_faiss(folder / state["codes"])
         index = cls(folder, rows, codes, int(state["codes_rows"]), settings)
         index._encode_tail(index.codes_rows)
         dead = np.flatnonzero(~rows.live[: index.codes_rows])
@@ -222,7 +222,7 @@ class MmapIvfIndex:
         state_path = self.folder / STATE_NAME
         old = json.loads(state_path.read_text(encoding="utf-8"))["codes"] if state_path.exists() else None
         name = f"codes-{self.rows.n_rows}.faiss"
-        atomic_write_bytes(self.folder / name, faiss.serialize_index(self.codes).tobytes())
+        write_faiss(self.codes, self.folder / name)
         state = {"dim": self.dim, "dtype": self.rows.dtype, "codes": name, "codes_rows": self.rows.n_rows}
         atomic_write_json(state_path, state)
         self.codes_rows = self.rows.n_rows

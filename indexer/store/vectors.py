@@ -82,6 +82,21 @@ _CallbackWriter: Any = faiss.PyCallbackIOWriter  # type: ignore[attr-defined]
 _CallbackReader: Any = faiss.PyCallbackIOReader  # type: ignore[attr-defined]
 
 
+def write_faiss(index: Any, path: Path) -> int:
+    """Atomically write a FAISS index, streamed into the file: no serialised copy of it is ever held in memory
+    (``bytes(serialize_index(…))`` took 1.8 GB more to save a 1-GB flat index: benchmarks/vector_file_memory.md).
+    Returns the file size in bytes."""
+    with atomic_open(path) as handle:
+        faiss.write_index(index, _CallbackWriter(handle.write))
+    return Path(path).stat().st_size
+
+
+def read_faiss(path: Path) -> Any:
+    """A FAISS index read streamed from its file (memory: the index, not the file's bytes beside it)."""
+    with Path(path).open("rb") as handle:
+        return faiss.read_index(_CallbackReader(handle.read))
+
+
 class VectorIndex:
     """A FAISS index of one kind behind ids; not thread-safe by itself (the collection holds the lock)."""
 
@@ -256,18 +271,14 @@ class VectorIndex:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: Path) -> int:
-        """Atomically write the index, streamed into the file: no serialised copy of it is ever held in memory
-        (a 1-GB flat index took 1.3 GB more to save that way, and a server reloading another process's save held
-        three copies at once). Returns the file size in bytes."""
-        with atomic_open(path) as handle:
-            faiss.write_index(self.index, _CallbackWriter(handle.write))
-        return Path(path).stat().st_size
+        """Atomically write the index (streamed: :func:`write_faiss`); returns the file size in bytes."""
+        return write_faiss(self.index, path)
 
     @classmethod
     def load(cls, path: Path, kind: str, settings: VectorIndexSettings) -> VectorIndex:
-        """Read the index streamed from the file (memory: the index itself, not the file's bytes beside it)."""
-        with Path(path).open("rb") as handle:
-            index = faiss.read_index(_CallbackReader(handle.read))
+        """Read the index streamed from the file: a server taking in another process's save holds the old index and
+        the new one, nothing more."""
+        index = read_faiss(path)
         if not isinstance(index, faiss.IndexIDMap2 | faiss.IndexIVF):
             raise ValueError(f"{path} is not an id-mapped FAISS index")
         return cls(index, kind, settings)
