@@ -205,10 +205,10 @@ def bench_cli(name: str, photos: list[Path], backend: str, decode: str, precisio
             raise RuntimeError(f"polyglot index add failed: {done.stdout[-500:]} {done.stderr[-2000:]}")
         start = time.perf_counter()
         subprocess.run([str(polyglot), "index", "stats"], env=env, capture_output=True, check=True)
-        startup = time.perf_counter() - start
+        stats_seconds = time.perf_counter() - start
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return {"cli_seconds": elapsed, "cli_images_per_s": len(photos) / elapsed, "cli_stats_seconds": startup}
+    return {"cli_seconds": elapsed, "cli_images_per_s": len(photos) / elapsed, "cli_stats_seconds": stats_seconds}
 
 
 def _ms(seconds: float | None) -> str:

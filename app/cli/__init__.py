@@ -17,34 +17,38 @@ from typer.core import TyperGroup
 
 from app.cli.logging_setup import configure_logging
 
+# What adds a top-level command to a root Typer, given the name the root lists it under.
+Registrar = Callable[[typer.Typer, str], None]
 
-def _index(root: typer.Typer) -> None:
+
+def _index(root: typer.Typer, name: str) -> None:
     from app.cli import captions_cmd, index_cmd
 
     index_cmd.app.add_typer(captions_cmd.app, name="captions")
-    root.add_typer(index_cmd.app, name="index")
+    root.add_typer(index_cmd.app, name=name)
 
 
-def _sub_app(module: str, attribute: str = "app") -> Callable[[typer.Typer], None]:
+def _sub_app(module: str, attribute: str = "app") -> Registrar:
     """A command group that is a module's Typer app (``polyglot models …``)."""
 
-    def register(root: typer.Typer) -> None:
-        root.add_typer(getattr(importlib.import_module(module), attribute), name=None)
+    def register(root: typer.Typer, name: str) -> None:
+        root.add_typer(getattr(importlib.import_module(module), attribute), name=name)
 
     return register
 
 
-def _registered(module: str) -> Callable[[typer.Typer], None]:
-    """Commands a module adds itself with its ``register(cli)`` (``polyglot search``, ``polyglot train …``)."""
+def _registered(module: str) -> Registrar:
+    """Commands a module adds itself, under its own names, with its ``register(cli)`` (``polyglot search``,
+    ``polyglot train …``)."""
 
-    def register(root: typer.Typer) -> None:
+    def register(root: typer.Typer, name: str) -> None:
         importlib.import_module(module).register(root)
 
     return register
 
 
 # Every top-level command, in the order ``polyglot --help`` lists them, and what registers it.
-COMMANDS: dict[str, Callable[[typer.Typer], None]] = {
+COMMANDS: dict[str, Registrar] = {
     "index": _index,
     "captions": _sub_app("app.cli.caption_search_cmd"),
     "models": _sub_app("app.cli.models_cmd"),
@@ -73,9 +77,7 @@ class LazyCommands(TyperGroup):
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-            COMMANDS[cmd_name](holder)
-            if len(holder.registered_groups) == 1 and holder.registered_groups[0].name is None:
-                holder.registered_groups[0].name = cmd_name  # a module's app, named by the root
+            COMMANDS[cmd_name](holder, cmd_name)
             built = typer.main.get_group(holder).commands.get(cmd_name)
             if built is None:  # a registrar that does not make the command it is listed for: a bug here
                 raise RuntimeError(f"app.cli.COMMANDS[{cmd_name!r}] registered no command {cmd_name!r}")
