@@ -5,7 +5,8 @@
 Each step runs in its own interpreter so that ``ru_maxrss`` (the process's peak resident memory) shows what the step
 itself adds: ``save`` builds the index in small parts first (its peak is then the index), then
 ``VectorIndex.save``; ``load`` is ``VectorIndex.load`` of that file. What a checkpoint of a long ``index add`` and a
-server taking in another process's save cost in memory (indexer/store/vectors.py).
+server taking in another process's save cost in memory (indexer/store/vectors.py). Each step prints one JSON line
+(``tests/collection/test_vectors.py`` runs this script on a small index and bounds what it prints).
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ else:
     index = VectorIndex.load(path, "flat", settings)
 seconds = time.perf_counter() - start
 grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
-print(json.dumps({"step": what, "seconds": seconds, "peak_growth_bytes": grown, "file_bytes": path.stat().st_size}))
+vectors = len(index)
+print(json.dumps({"step": what, "seconds": seconds, "peak_growth_bytes": grown, "file_bytes": path.stat().st_size,
+                  "vectors": vectors}))
 """
 
 
