@@ -9,7 +9,7 @@ every command with its help: listing them loads them all.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 import typer
@@ -67,22 +67,49 @@ COMMANDS: dict[str, Registrar] = {
 }
 
 
+class CommandTable(MutableMapping[str, Any]):
+    """The root's commands by name: every name of ``COMMANDS`` is in it, and a command is built from its module the
+    first time it is looked up. Everything Typer does with a group's ``commands`` (look one up, list the names,
+    suggest one for a typo) sees every command without loading the others."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+            COMMANDS[name](holder, name)
+            built = typer.main.get_group(holder).commands.get(name)
+            if built is None:  # a registrar that does not make the command it is listed for: a bug here
+                raise RuntimeError(f"app.cli.COMMANDS[{name!r}] registered no command {name!r}")
+            self._built[name] = built
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*COMMANDS, *self._built]))
+
+    def __len__(self) -> int:
+        return len(set(COMMANDS) | set(self._built))
+
+
 class LazyCommands(TyperGroup):
-    """The root group: a command is built from its module the first time it is asked for."""
+    """The root group, over a :class:`CommandTable`."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = CommandTable()
 
     # ctx: the click Context Typer passes (Typer vendors its own click, so its type is not importable as such)
     def list_commands(self, ctx: Any) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-            COMMANDS[cmd_name](holder, cmd_name)
-            built = typer.main.get_group(holder).commands.get(cmd_name)
-            if built is None:  # a registrar that does not make the command it is listed for: a bug here
-                raise RuntimeError(f"app.cli.COMMANDS[{cmd_name!r}] registered no command {cmd_name!r}")
-            self.commands[cmd_name] = built
-        return self.commands.get(cmd_name)
+        return list(self.commands)  # the names alone: the commands are built when help asks for each
 
 
 cli = typer.Typer(

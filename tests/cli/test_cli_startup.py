@@ -95,7 +95,9 @@ def test_every_listed_command_is_built_from_its_module(name: str) -> None:
     assert f"polyglot {name}" in result.output
 
 
-def test_an_unknown_command_is_a_usage_error() -> None:
-    result = CliRunner().invoke(cli, ["indx"])
+def test_an_unknown_command_is_a_usage_error_that_suggests_the_command_meant() -> None:
+    """Typer suggests from the group's commands: every listed name, built or not (it once saw none)."""
+    result = CliRunner().invoke(cli, ["indx"], env={"COLUMNS": "200"})
     assert result.exit_code == 2
     assert "No such command" in result.output
+    assert "Did you mean 'index'?" in result.output
