@@ -43,6 +43,7 @@ from indexer.encoders.factory import build_image_encoder
 from indexer.image_space import ImageSpace
 from indexer.settings import Settings
 from indexer.store import opening
+from indexer.store.failures import translated
 from indexer.store.index_state import IndexState
 from indexer.store.ingest import AddReport
 from indexer.store.locks import IndexBusyError
@@ -109,7 +110,8 @@ class ImageIndex:
         stale = opening.is_stale(folder, sidecar, space, rebuild_if_stale=rebuild_if_stale)
         if sidecar is None:
             sidecar = opening.create_sidecar(folder, encoder, space)
-        store = MetadataStore(settings.database_url or sqlite_url(folder / DB_NAME))
+        with translated(folder):  # the database's first connection: an outage is the index's one clear error
+            store = MetadataStore(settings.database_url or sqlite_url(folder / DB_NAME))
         vectors = load_vectors(folder, sidecar, settings.vector_index)
         index = cls(IndexState(folder, settings, encoder, space, sidecar, store, vectors), revisions)
         try:

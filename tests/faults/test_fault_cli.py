@@ -35,3 +35,17 @@ def test_errors_print_on_one_line_whatever_the_width(
     code = runner.invoke(cli, ["index", "add", str(deep / "nowhere")])
     lines = [line for line in code.output.splitlines() if line.strip()]
     assert code.exit_code == 2 and len(lines) == 1 and str(deep / "nowhere") in lines[0], code.output
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_a_database_that_is_down_when_the_index_opens_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first connection, in ``ImageIndex.open``, once escaped as SQLAlchemy's traceback (exit 1)."""
+    write_random_images(tmp_path / "photos", 2, size=(8, 8))
+    monkeypatch.setenv("POLYGLOT_INDEX_DIR", str(tmp_path / "index"))
+    monkeypatch.setenv("POLYGLOT_DATABASE_URL", "postgresql+psycopg://127.0.0.1:1/test")  # nothing listens on port 1
+    result = runner.invoke(cli, ["index", "add", str(tmp_path / "photos")])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].startswith("error: the database backend is unavailable") and "Traceback" not in result.output
