@@ -30,6 +30,19 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             help="More translations of --text-corpus's task-1 captions (repeatable).",
         ),
         teacher: Path | None = typer.Option(None, help="Teacher tower folder (default: indexer/assets/tower)."),
+        lexicons: Path | None = typer.Option(
+            SHARED / "lexicons",
+            help="MUSE English→X dictionaries (en-XX.tsv): the words term and translated class names. "
+            "Pass an empty folder name ('') to train without them.",
+        ),
+        word_teacher: Path | None = typer.Option(
+            None, help="Text side whose English vectors the words term targets (default: the shipped student)."
+        ),
+        words_per_step: int = typer.Option(96, min=0, help="Dictionary words per step (0: no words term)."),
+        pseudo_concept_share: float = typer.Option(
+            0.5, min=0.0, max=1.0, help="Share of the step's class names given as word-by-word translations."
+        ),
+        case_forms: bool = typer.Option(True, help="Draw words and class names lower-case, Capitalised or UPPER."),
         layers: int = typer.Option(4, min=1, max=12, help="e5-small layers the student keeps."),
         frozen_layers: int = typer.Option(0, min=0, max=11, help="Lower layers left as pretrained (no gradient)."),
         photos_per_step: int = typer.Option(64, min=2, help="Image–caption pairs per step (distinct photos)."),
@@ -42,6 +55,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
         weight_distill: float = typer.Option(1.0, min=0.0, help="Weight of the distillation term."),
         weight_concept: float = typer.Option(0.5, min=0.0, help="Weight of the concept term."),
         weight_keep: float = typer.Option(1.0, min=0.0, help="Weight of the language-keeping term."),
+        weight_words: float = typer.Option(1.0, min=0.0, help="Weight of the word-translation term."),
         holdout: float = typer.Option(0.05, min=0.0, max=0.5, help="Share of train photos held out for checks."),
         init: Path | None = typer.Option(
             None, help="Start from this student folder (e.g. indexer/assets/student) to train it further."
@@ -57,13 +71,16 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
         Image–caption, distillation, concept and language-keeping terms; resumable (run it again to go on).
 
         Writes a student folder servable as POLYGLOT_TOWER_PATH."""
-        from indexer.asset_paths import research_tower_path
+        from indexer.asset_paths import SHIPPED_STUDENT, research_tower_path
         from indexer.encoders import build_image_encoder
         from indexer.query.models import load_text_tower
         from training.student.run import StudentData, run_student
         from training.student.train import StudentRecipe
 
         settings = read_settings()
+        use_lexicons = lexicons is not None and str(lexicons) not in ("", ".")
+        if use_lexicons and not any(Path(str(lexicons)).glob("en-*.tsv")):
+            raise fail(f"no en-XX.tsv dictionaries in {lexicons}; pass --lexicons '' to train without them")
         recipe = StudentRecipe(
             layers=layers,
             frozen_layers=frozen_layers,
@@ -71,20 +88,41 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             translations_per_step=translations_per_step,
             concepts_per_step=concepts_per_step,
             keep_per_step=keep_per_step,
+            words_per_step=words_per_step if use_lexicons else 0,
+            pseudo_concept_share=pseudo_concept_share if use_lexicons else 0.0,
+            case_forms=case_forms,
             trunk_lr=trunk_lr,
             head_lr=head_lr,
-            weights={"photo": weight_photo, "distill": weight_distill, "concept": weight_concept, "keep": weight_keep},
+            weights={
+                "photo": weight_photo,
+                "distill": weight_distill,
+                "concept": weight_concept,
+                "keep": weight_keep,
+                "words": weight_words,
+            },
             init=str(init) if init else None,
             threads=threads,
             device=settings.models.device,
             **options,  # the schedule: steps, warm-up, seed
         )
-        inputs = StudentData(data, text_corpus, list(photo_captions), list(translations), holdout=holdout)
+        inputs = StudentData(
+            data,
+            text_corpus,
+            list(photo_captions),
+            list(translations),
+            holdout=holdout,
+            lexicons=lexicons if use_lexicons else None,
+        )
         try:
             teacher_model = load_text_tower(  # the previous served model, not the student being replaced
                 settings, teacher or research_tower_path(), sentence_cache=settings.resolved_cache_dir
             )
             image_encoder = build_image_encoder(settings)
+            words_teacher = None
+            if use_lexicons and words_per_step:
+                words_teacher = load_text_tower(
+                    settings, word_teacher or SHIPPED_STUDENT, sentence_cache=settings.resolved_cache_dir
+                )
             run_student(
                 out,
                 recipe,
@@ -94,6 +132,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
                 teacher_model,
                 settings.resolved_cache_dir,
                 stop_after=stop_after,
+                word_teacher=words_teacher,
             )
         except USER_ERRORS as exc:
             raise fail(str(exc)) from None

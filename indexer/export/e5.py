@@ -82,15 +82,31 @@ class E5Encoder(nn.Module):
         """``frozen_layers``: run the first N layers without recording gradients (training a student whose lower
         layers stay as pretrained costs their forward pass only)."""
         with torch.set_grad_enabled(torch.is_grad_enabled() and frozen_layers == 0):
-            length = embeddings.shape[1]
-            x = self.norm(embeddings + self.positions[:length] + self.token_type)
-            # Padding never attends: the same per-text attention as the engine's segments.
-            bias = ((1.0 - mask) * -1e9)[:, None, None, :]
-            for layer in self.layers[:frozen_layers]:
-                x = layer(x, bias)
-        for layer in self.layers[frozen_layers:]:
+            hidden = self.lower(embeddings, mask, frozen_layers)
+        return self.upper(hidden, mask, frozen_layers)
+
+    def lower(self, embeddings: torch.Tensor, mask: torch.Tensor, layers: int) -> torch.Tensor:
+        """Hidden states (B, T, H) after the embedding norm and the first ``layers`` layers."""
+        length = embeddings.shape[1]
+        x = self.norm(embeddings + self.positions[:length] + self.token_type)
+        bias = _attention_bias(mask)
+        for layer in self.layers[:layers]:
+            x = layer(x, bias)
+        return x
+
+    def upper(self, hidden: torch.Tensor, mask: torch.Tensor, start: int) -> torch.Tensor:
+        """The layers from ``start`` on over hidden states of :meth:`lower`, then mean pooling: a student whose
+        lower layers are frozen trains from their stored output (training/student/frozen_states.py)."""
+        bias = _attention_bias(mask)
+        x = hidden
+        for layer in self.layers[start:]:
             x = layer(x, bias)
         return (x * mask[:, :, None]).sum(dim=1) / mask.sum(dim=1, keepdim=True)
+
+
+def _attention_bias(mask: torch.Tensor) -> torch.Tensor:
+    """Padding never attends: the same per-text attention as the engine's segments."""
+    return ((1.0 - mask) * -1e9)[:, None, None, :]
 
 
 def _assign(module: Any, weights: E5Weights, prefix: str, norm: bool = False) -> None:

