@@ -156,12 +156,18 @@ class PhotoIngest:
         meta["extra"] = {**(meta.get("extra") or {}), "filename": filename}
         report = AddReport()
         with maintenance.writing():  # checked under the lock: two uploads of the same photo make one record
+            uploads = state.folder.resolve() / UPLOADS_DIR
             existing = state.store.by_sha256(sha)
             if existing is not None:
-                return existing
+                if Path(existing.path).parent != uploads or Path(existing.path).is_file():
+                    return existing
+                # An upload whose file is gone: a failed write whose rows could not be taken back (the database
+                # failed too). Returning it would hand out a photo that is neither served nor searchable.
+                log.warning("replacing an upload whose file is missing", extra={"id": existing.id})
+                maintenance.remove([existing.id])
             # Absolute: the record must stay valid whatever the working directory of the next process. The suffix
             # is the detected format's, never the client's name (a PPM called evil.html is stored as .ppm).
-            target = state.folder.resolve() / UPLOADS_DIR / f"{sha}{upload_suffix(data)}"
+            target = uploads / f"{sha}{upload_suffix(data)}"
             # One transaction per photo across the file, the row and the vector: on any failure (no space, the
             # database or the vector server down) all three are undone before the error reaches the caller, so a
             # retry creates the photo.
@@ -175,10 +181,12 @@ class PhotoIngest:
                     maintenance.persist()
                 done = True
             finally:
+                if not (done and records):
+                    # Not indexed: leave no orphan file behind. Removed before the rows: on a full disk the row
+                    # delete needs room in the database's log, and this file is what took it.
+                    target.unlink(missing_ok=True)
                 if not done:
                     self.roll_back([r.id for r in records])
-                if not (done and records):
-                    target.unlink(missing_ok=True)  # not indexed: leave no orphan file behind
         if not records:
             raise ImageDecodeError(report.failed[0][1] if report.failed else "the image could not be indexed")
         return records[0]
