@@ -94,6 +94,7 @@ def add(
             report = add_on_ray(index, sources, ray_options | {"shards_dir": shards, "shard_size": shard_size}, quiet)
         else:
             report = index.add_paths(sources.paths, sources.metadata, progress=not quiet)
+        report.failed[:0] = sources.refused  # names that are not UTF-8: each reported, the others indexed
         for path, reason in report.failed[:20]:
             console.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
         if len(report.failed) > 20:

@@ -73,6 +73,8 @@ def folder_collection(folder: Path) -> Collection:
     except SourceError as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(code=2) from None
+    for path, reason in sources.refused:  # names that are not UTF-8: each reported, the others served
+        console.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
     return Collection(str(folder), sources.paths)
 
 

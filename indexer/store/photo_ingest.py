@@ -28,6 +28,7 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from indexer.atomic import atomic_write_bytes
+from indexer.image_sources import split_storable
 from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.store.failures import BackendUnavailableError, DiskFullError, translated
 from indexer.store.index_state import IndexState
@@ -79,7 +80,8 @@ class PhotoIngest:
     ) -> AddReport:
         state, maintenance = self.state, self.maintenance
         report = AddReport()
-        unique = list(dict.fromkeys(Path(p).expanduser().resolve() for p in paths))
+        # A name that is not UTF-8 cannot be stored (indexer/image_sources.py): that file is reported, not the folder.
+        unique, report.failed = split_storable(dict.fromkeys(Path(p).expanduser().resolve() for p in paths))
         meta = {Path(k).expanduser().resolve(): v for k, v in (metadata or {}).items()}
         with maintenance.writing():
             existing = state.store.by_paths([str(p) for p in unique])
