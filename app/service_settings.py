@@ -76,6 +76,14 @@ class ServiceSection(BaseSettings):
         description="A request body that sends nothing for this long is answered 408 and its connection closed "
         "(a client that announces more bytes than it sends no longer holds a connection forever).",
     )
+    body_total_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        le=86400,
+        description="A request body not received whole within this long is answered 408 and its connection "
+        "closed, however steadily it trickles (one byte every 20 s never tripped the gap time-out). 120 s carries "
+        "the largest upload (POLYGLOT_MAX_UPLOAD_BYTES, 20 MB) at 1.4 Mbit/s.",
+    )
     decode_pixels_in_flight: int | None = Field(
         default=None,
         ge=1,
