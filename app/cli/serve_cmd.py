@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
 from app.cli.common import console
 from app.cli.settings_cli import read_settings
@@ -104,6 +105,7 @@ def index_collection(
     from app.cli.captions_cmd import load_embedder
     from indexer.captions import CaptionFileError, CaptionIndex
     from indexer.image_index import ImageIndex, IndexBusyError, IndexMismatchError
+    from indexer.store.failures import BackendUnavailableError, DiskFullError
 
     try:
         # A new tower may expect another image space: re-derive the vectors (cached features) instead of refusing.
@@ -127,8 +129,8 @@ def index_collection(
                     f"{collection.name}: added {report.added}, unchanged {report.skipped}, "
                     f"failed {len(report.failed)}; the index holds {len(index)} images"
                 )
-    except (IndexMismatchError, IndexBusyError) as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
+    except (IndexMismatchError, IndexBusyError, BackendUnavailableError, DiskFullError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(code=2) from None
     if captions is None:
         return
@@ -147,6 +149,21 @@ def index_collection(
         raise typer.Exit(code=2) from None
     finally:
         caption_index.close()
+
+
+def check_database(settings: ServiceSettings) -> None:
+    """A database server that is down at start-up is one line and exit 2, as for ``index add``: ``serve`` printed
+    a 167-line traceback (exit 1), and with ``--no-index`` uvicorn's start-up failure (220 lines, exit 3)."""
+    if settings.database_url is None:  # the index's own SQLite file: nothing to reach
+        return
+    from indexer.store.failures import BackendUnavailableError
+    from indexer.store.sql import SqlStore
+
+    try:
+        SqlStore.reachable(settings.database_url)
+    except BackendUnavailableError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(code=2) from None
 
 
 def register(cli: typer.Typer) -> None:
@@ -186,6 +203,7 @@ def register(cli: typer.Typer) -> None:
                 highlight=False,
             )
             raise typer.Exit(code=2)
+        check_database(settings)
         folder = images or settings.service.images_dir
         if watch:
             if folder is None or not folder.is_dir():

@@ -17,7 +17,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
-from indexer.store.failures import LOW_SPACE_BYTES, free_bytes, is_io_error
+from indexer.store.failures import LOW_SPACE_BYTES, free_bytes, is_io_error, translated
 
 # SQLite only autoincrements an "INTEGER PRIMARY KEY"; elsewhere ids are 64-bit like FAISS ids.
 ID_TYPE = BigInteger().with_variant(Integer(), "sqlite")
@@ -77,6 +77,16 @@ class SqlStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    @staticmethod
+    def reachable(url: str) -> None:
+        """Connect to the database at ``url`` once, or raise :class:`BackendUnavailableError` with the reason."""
+        engine = create_sql_engine(url)
+        try:
+            with translated(Path(".")), engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        finally:
+            engine.dispose()
 
     def ping(self) -> None:
         """Raise unless the database answers a trivial query (``/ready``)."""
