@@ -160,7 +160,7 @@ def check_database(settings: ServiceSettings) -> None:
     from indexer.store.sql import SqlStore
 
     try:
-        SqlStore.reachable(settings.database_url)
+        SqlStore.reachable(settings.database_url, settings.database_timeout_seconds)
     except BackendUnavailableError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(code=2) from None

@@ -113,7 +113,7 @@ async def list_images(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> list[ImageInfo]:
-    records = await engine.run(engine.images.list, offset, limit)
+    records = await engine.run_database(engine.images.list, offset, limit)
     return [image_info(record) for record in records]
 
 
