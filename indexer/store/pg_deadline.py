@@ -53,7 +53,7 @@ class Outage:
             self.until = max(self.until, time.monotonic() + self.seconds)
 
 
-class DeadlineConnection(psycopg.Connection):  # type: ignore[type-arg]
+class DeadlineConnection(psycopg.Connection):
     """A psycopg connection whose every wait for the server ends after ``outage.seconds``."""
 
     outage: Outage

@@ -25,13 +25,13 @@ DEFAULT_PORTS = (2379, 2380, 9091, 19529, 19530, 19531, 53100, 21121, 21123, 211
 
 @pytest.fixture
 def another_milvus_s_ports() -> Iterator[list[int]]:
-    """Listeners on every default port of a Milvus standalone that is free now (on all interfaces, as a server in
-    a container publishes them): what another Milvus on the machine holds."""
+    """Listeners on every default port of a Milvus standalone that is free now, on 127.0.0.1 as another
+    ``milvus`` package server's embedded etcd binds them: what another Milvus on the machine holds."""
     held: list[socket.socket] = []
     for port in DEFAULT_PORTS:
         sock = socket.socket()
         try:
-            sock.bind(("0.0.0.0", port))
+            sock.bind(("127.0.0.1", port))
             sock.listen()
             held.append(sock)
         except OSError:  # taken already: by another Milvus, or anything else
