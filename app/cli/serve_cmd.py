@@ -32,6 +32,7 @@ class Collection:
     captions: Path | None = None
     caption_images: set[str] | None = field(default=None)
     caption_source: str | None = None
+    refused: int = 0  # files left out for their names (not UTF-8), each reported when the folder was read
 
 
 def shared_data_root() -> Path | None:
@@ -76,7 +77,7 @@ def folder_collection(folder: Path) -> Collection:
         raise typer.Exit(code=2) from None
     for path, reason in sources.refused:  # names that are not UTF-8: each reported, the others served
         console.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
-    return Collection(str(folder), sources.paths)
+    return Collection(str(folder), sources.paths, refused=len(sources.refused))
 
 
 def caption_rows(collection: Collection, captions: Path) -> list[Caption]:
@@ -127,7 +128,7 @@ def index_collection(
                 report = index.add_paths(collection.paths, progress=not quiet)
                 console.print(
                     f"{collection.name}: added {report.added}, unchanged {report.skipped}, "
-                    f"failed {len(report.failed)}; the index holds {len(index)} images"
+                    f"failed {len(report.failed) + collection.refused}; the index holds {len(index)} images"
                 )
     except (IndexMismatchError, IndexBusyError, BackendUnavailableError, DiskFullError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)

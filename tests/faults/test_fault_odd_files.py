@@ -83,7 +83,11 @@ def test_the_folder_watcher_indexes_the_folder_and_reports_the_odd_name(
 
 @pytest.mark.parametrize("watch", [False, True], ids=["serve --images", "serve --watch"])
 def test_serve_indexes_the_folder_and_reports_the_odd_name(
-    service_settings: ServiceSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watch: bool
+    service_settings: ServiceSettings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    watch: bool,
 ) -> None:
     folder = tmp_path / "photos-odd"
     folder_with_an_odd_name(folder)
@@ -91,6 +95,10 @@ def test_serve_indexes_the_folder_and_reports_the_odd_name(
     settings = service_settings.model_copy(update={"tower_path": tmp_path / "no-tower"})  # plain l2 space
     collection = folder_collection(folder)
     index_collection(settings, collection, None, quiet=True, watched=folder if watch else None)
+    printed = capsys.readouterr()
+    said = " ".join((printed.out + printed.err).split())
+    assert "added 3" in said and "failed 1" in said, said
+    assert watch or ("skipped" in said and "bad-\\xff.jpg" in said), said  # --watch: the catch-up counts it
     with ImageIndex.open(settings, encoder=_fake_encoder(settings)) as index:
         assert index.store.count() == 3 and len(index) == 3
 

@@ -46,7 +46,9 @@ def another_milvus_s_ports() -> Iterator[list[int]]:
 def listening_ports(pid: int) -> set[int]:
     """TCP ports the process listens on (``ss``)."""
     out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout
-    return {int(m[1]) for line in out.splitlines() if f"pid={pid}," in line for m in [re.search(r":(\d+)\s", line)] if m}
+    return {
+        int(m[1]) for line in out.splitlines() if f"pid={pid}," in line for m in [re.search(r":(\d+)\s", line)] if m
+    }
 
 
 def test_the_test_server_starts_beside_another_milvus_and_opens_only_its_own_ports(
