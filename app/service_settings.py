@@ -101,6 +101,15 @@ class ServiceSettings(Settings):
     FLAT_SECTIONS: ClassVar[tuple[str, ...]] = (*Settings.FLAT_SECTIONS, "service")
 
     service: ServiceSection = Field(default_factory=ServiceSection, description="The HTTP service.")
+    # The service answers within seconds: a database that stops answering is a 503 after this (pg_deadline), where
+    # the CLI's maintenance (a migration, a rebuild over millions of rows) may legitimately run longer statements.
+    database_timeout_seconds: float | None = Field(
+        default=5.0,
+        ge=1,
+        le=3600,
+        description="The longest wait for the database server to answer one call, then 503 (and for as long again "
+        "calls fail at once).",
+    )
 
     @property
     def upload_limit(self) -> int:

@@ -20,7 +20,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from indexer.photo_metadata import FACTS, PhotoFacts
 from indexer.search_filters import PhotoFilter, distance_km
 from indexer.store.migrate import add_missing_columns
-from indexer.store.sql import BATCH, DATABASE_TIMEOUT_SECONDS, ID_TYPE, SqlStore
+from indexer.store.sql import BATCH, ID_TYPE, SqlStore
 from indexer.store.sql import redact_url as redact_url  # re-exported: callers import them from here
 from indexer.store.sql import sqlite_url as sqlite_url
 
@@ -127,7 +127,7 @@ class NewImage(PhotoFacts, _NewImageFields):
 class MetadataStore(SqlStore):
     """The ``images`` table behind a small API; safe to share between threads."""
 
-    def __init__(self, url: str, schema: str | None = None, timeout: float = DATABASE_TIMEOUT_SECONDS) -> None:
+    def __init__(self, url: str, schema: str | None = None, timeout: float | None = None) -> None:
         super().__init__(url, Base.metadata, schema, timeout)
         # Indexes made before issue 27 lack the photo-fact columns: added in place (nullable, so instant).
         self.migrated = add_missing_columns(self.engine, Base.metadata.tables["images"], schema)

@@ -6,7 +6,7 @@ new connections, and TCP notices nothing while the peer's side, or a proxy's, st
 
 * :class:`DeadlineConnection` (the client side, which works whatever sits between): every wait of psycopg for the
   server — a query, a commit, a rollback, SQLAlchemy's pre-ping — is bounded by the deadline
-  (``POLYGLOT_DATABASE_TIMEOUT_SECONDS``). When it passes, the connection is closed (its state is unknown: a
+  (``POLYGLOT_DATABASE_TIMEOUT_SECONDS``: 5 s in the service; unset, no deadline, in the CLI). When it passes, the connection is closed (its state is unknown: a
   query half sent, a result half read) and an ``OperationalError`` is raised; SQLAlchemy sees a closed connection,
   drops it from the pool, and the caller's outage handling answers 503.
 * TCP keepalives and ``tcp_user_timeout`` (:func:`indexer.store.sql.libpq_options`): a connection whose peer
