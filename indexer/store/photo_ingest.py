@@ -35,7 +35,7 @@ from indexer.store.index_state import IndexState
 from indexer.store.ingest import AddReport, FileBatch, Item, header_size, read_files, upload_suffix
 from indexer.store.maintenance import Maintenance
 from indexer.store.metadata import ImageRecord
-from indexer.store.uploads import UPLOADS_DIR
+from indexer.store.uploads import UPLOADS_DIR, lost_upload
 from indexer.thumbnails import write_thumbnail
 
 log = logging.getLogger("indexer.image_index")  # logged under the public class's module
@@ -158,18 +158,17 @@ class PhotoIngest:
         meta["extra"] = {**(meta.get("extra") or {}), "filename": filename}
         report = AddReport()
         with maintenance.writing():  # checked under the lock: two uploads of the same photo make one record
-            uploads = state.folder.resolve() / UPLOADS_DIR
             existing = state.store.by_sha256(sha)
             if existing is not None:
-                if Path(existing.path).parent != uploads or Path(existing.path).is_file():
+                if not lost_upload(state.folder, existing.path):
                     return existing
-                # An upload whose file is gone: a failed write whose rows could not be taken back (the database
-                # failed too). Returning it would hand out a photo that is neither served nor searchable.
+                # A failed write whose rows could not be taken back (the database failed too) left this row:
+                # returning it would hand out a photo that is neither served nor searchable.
                 log.warning("replacing an upload whose file is missing", extra={"id": existing.id})
                 maintenance.remove([existing.id])
             # Absolute: the record must stay valid whatever the working directory of the next process. The suffix
             # is the detected format's, never the client's name (a PPM called evil.html is stored as .ppm).
-            target = uploads / f"{sha}{upload_suffix(data)}"
+            target = state.folder.resolve() / UPLOADS_DIR / f"{sha}{upload_suffix(data)}"
             # One transaction per photo across the file, the row and the vector: on any failure (no space, the
             # database or the vector server down) all three are undone before the error reaches the caller, so a
             # retry creates the photo.

@@ -139,3 +139,23 @@ def test_a_full_features_cache_is_507_json_not_a_plain_500(
         filler.unlink()
         answer = client.post("/v1/images", files={"file": ("photo.jpg", jpeg(64, seed=1))}, headers=ADMIN)
         assert answer.status_code == 201 and answer.json()["created"] is True, answer.text
+
+
+def test_an_upload_row_whose_file_is_gone_is_replaced_by_the_same_upload(
+    service_settings: ServiceSettings, photo_paths: list[Path]
+) -> None:
+    """What the defect left behind (a row whose upload file was removed) in an index from before the fix: the same
+    bytes uploaded again answered 200 ``created: false`` with that broken record; now they make it whole again."""
+    app = create_app(service_settings, fake_engine_factory(photo_paths, CAPTIONS))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        data = jpeg(48, seed=3)
+        first = client.post("/v1/images", files={"file": ("photo.jpg", data)}, headers=ADMIN)
+        assert first.status_code == 201
+        index = client.app.state.engine.images  # type: ignore[attr-defined]
+        Path(index.get(first.json()["id"]).path).unlink()  # the broken state: the row without its file
+        again = client.post("/v1/images", files={"file": ("photo.jpg", data)}, headers=ADMIN)
+        assert again.status_code == 201 and again.json()["created"] is True, again.text
+        image_id = again.json()["id"]
+        assert client.get(f"/v1/images/{image_id}").status_code == 200
+        assert client.post("/v1/search/image", data={"image_id": str(image_id), "k": "1"}).status_code == 200
+        assert index.store.count() == 9 and len(index) == 9
