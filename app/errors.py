@@ -29,7 +29,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
-from starlette.routing import Match
+from starlette.routing import Match, Mount
 
 from indexer.query.pipeline import QueryTextError
 from indexer.store.failures import BackendUnavailableError, DiskFullError, first_line, is_disk_full
@@ -150,12 +150,14 @@ async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
     whose path matched, and FastAPI makes one route per method: ``OPTIONS /v1/images`` answered ``allow: GET``
     although POST exists, ``/v1/images/1`` left out HEAD and DELETE. Each method is asked of the router's routes
     (included routers too) as if the request had used it."""
-    routes = request.app.router.routes
+    routes = [route for route in request.app.router.routes if not isinstance(route, Mount)]
     allowed = [
         method
         for method in HTTP_METHODS
         if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
     ]
+    # A mount matches every method; the one mounted here serves static files (the page's script and style).
+    allowed = allowed or ["GET", "HEAD"]
     return JSONResponse(
         {"detail": getattr(exc, "detail", "Method Not Allowed")},
         status_code=status.HTTP_405_METHOD_NOT_ALLOWED,

@@ -34,7 +34,10 @@ def test_405_lists_every_method_of_the_path(client: TestClient, prefix: str) -> 
         ("PATCH", "/images/1", {"GET", "HEAD", "DELETE"}),
         ("POST", "/images/1/thumbnail", {"GET", "HEAD"}),
         ("DELETE", "/search", {"GET"}),
+        ("PUT", "/static/app.js", {"GET", "HEAD"}),
     ]:
+        if path.startswith("/static") and prefix:
+            continue  # the page's files are served at the root only
         answer = client.request(method, prefix + path)
         assert answer.status_code == 405, (method, path, answer.status_code)
         assert answer.headers["content-type"].startswith("application/json")
