@@ -175,6 +175,9 @@ class Engine:
     cross_lingual: CrossLingualCaptions
     load_seconds: dict[str, float] = field(default_factory=dict)
     pixels: PixelBudget = field(default_factory=PixelBudget)  # decoded pixels in flight (app/pixel_budget.py)
+    # Threads for requests that only read the metadata database (run_database): a database that stops answering
+    # holds these, never the pool that searches and /languages need.
+    database_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(4))
     components: dict[str, Any] = field(default_factory=dict)
     # The search threads' micro-batcher (None: POLYGLOT_SEARCH_BATCH_SIZE=1, each search in the thread pool).
     text_batcher: Batcher[Any] | None = None
@@ -204,6 +207,13 @@ class Engine:
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking function in the service's bounded thread pool."""
         return await anyio.to_thread.run_sync(self._in_worker, fn, *args, limiter=self.limiter)
+
+    async def run_database(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking function that only reads the metadata database (a record, a page of the list, the
+        backends' check) on threads of its own: a silent database once held every thread of the shared pool (8 of 8
+        ``GET /images/{id}`` hung), so even ``/languages`` went unanswered. Each call ends within
+        ``POLYGLOT_DATABASE_TIMEOUT_SECONDS`` (indexer/store/pg_deadline.py)."""
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self.database_limiter)
 
     def _in_worker(self, fn: Callable[..., T], *args: Any) -> T:
         self._pin_threads()
@@ -312,6 +322,7 @@ def assemble(
         images=images,
         captions=captions,
         limiter=anyio.CapacityLimiter(settings.service.thread_pool_size),
+        database_limiter=anyio.CapacityLimiter(settings.service.thread_pool_size),
         records=RecordCache(images.store, settings.service.record_cache_seconds),
         cross_lingual=cross_lingual,
         load_seconds=seconds,

@@ -12,6 +12,7 @@
   (``POLYGLOT_OUTAGE_RETRY_AFTER_SECONDS``); no space for a write (:class:`DiskFullError`) → 507 likewise. They
   are logged once per ``POLYGLOT_ERROR_LOG_INTERVAL_SECONDS`` and kind, with the count since the last line: a
   35-s Milvus outage under load once wrote 6,508 tracebacks (15 MB).
+* A method the path does not have → 405 whose ``Allow`` lists all the methods the path has (every route of it).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
+from starlette.routing import Match, Mount
 
 from indexer.query.pipeline import QueryTextError
 from indexer.store.failures import BackendUnavailableError, DiskFullError, first_line, is_disk_full
@@ -140,6 +142,29 @@ async def database_error(request: Request, exc: Exception) -> JSONResponse:
     return _outage(request, "database-unavailable", detail, status.HTTP_503_SERVICE_UNAVAILABLE)
 
 
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
+    """405 with an ``Allow`` header that lists every method of the path. Starlette's names only the first route
+    whose path matched, and FastAPI makes one route per method: ``OPTIONS /v1/images`` answered ``allow: GET``
+    although POST exists, ``/v1/images/1`` left out HEAD and DELETE. Each method is asked of the router's routes
+    (included routers too) as if the request had used it."""
+    routes = [route for route in request.app.router.routes if not isinstance(route, Mount)]
+    allowed = [
+        method
+        for method in HTTP_METHODS
+        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
+    ]
+    # A mount matches every method; the one mounted here serves static files (the page's script and style).
+    allowed = allowed or ["GET", "HEAD"]
+    return JSONResponse(
+        {"detail": getattr(exc, "detail", "Method Not Allowed")},
+        status_code=status.HTTP_405_METHOD_NOT_ALLOWED,
+        headers={"Allow": ", ".join(allowed)},
+    )
+
+
 async def bad_query_text(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
@@ -147,6 +172,7 @@ async def bad_query_text(request: Request, exc: Exception) -> JSONResponse:
 def install(app: FastAPI, log_interval: float = 10.0) -> None:
     app.state.error_log = ThrottledLog(log, log_interval)
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(status.HTTP_405_METHOD_NOT_ALLOWED, method_not_allowed)
     app.add_exception_handler(QueryTextError, bad_query_text)
     app.add_exception_handler(MemoryError, out_of_memory)
     app.add_exception_handler(BackendUnavailableError, backend_unavailable)

@@ -100,7 +100,11 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
     app.state.engine = None
     errors.install(app, settings.service.error_log_interval_seconds)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.upload_limit)
-    app.add_middleware(BodyTimeoutMiddleware, seconds=settings.service.body_timeout_seconds)
+    app.add_middleware(
+        BodyTimeoutMiddleware,
+        seconds=settings.service.body_timeout_seconds,
+        total_seconds=settings.service.body_total_seconds,
+    )
     app.add_middleware(SecurityHeadersMiddleware)
     # Added last = outermost: requests refused by the body limit are counted and logged too.
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics, log_requests=settings.service.log_requests)

@@ -8,7 +8,8 @@ stream per request), in the order ``create_app`` stacks them, outermost first.
   the images of this origin; image answers set their own, stricter policy (``default-src 'none'``,
   app/served_files.py) and keep it. ``/docs`` (Swagger UI loads from a CDN) is left without a CSP.
 - :class:`BodyTimeoutMiddleware` closes requests whose body stalls: ``POLYGLOT_BODY_TIMEOUT_SECONDS`` without a
-  byte → 408 and the connection closes. uvicorn bounds idle keep-alive connections, not a request whose body
+  byte, or the whole body not in after ``POLYGLOT_BODY_TOTAL_SECONDS`` (a body trickled at one byte every 20 s
+  never tripped the gap alone) → 408 and the connection closes. uvicorn bounds idle keep-alive connections, not a request whose body
   never arrives: a client that announced a ``Content-Length`` and sent less held a connection (and a worker's
   form parsing) forever. On timeout it answers 408 (when nothing was answered yet) and tells the application the
   client left, and the server closes the connection, since the body was never read whole.
@@ -122,27 +123,36 @@ class SecurityHeadersMiddleware:
 
 # ------------------------------------------------------------------------------------------ stalled bodies
 class BodyTimeoutMiddleware:
-    def __init__(self, app: ASGIApp, seconds: float) -> None:
+    def __init__(self, app: ASGIApp, seconds: float, total_seconds: float | None = None) -> None:
         self.app = app
-        self.seconds = seconds
+        self.seconds = seconds  # the longest gap between two parts of the body
+        self.total_seconds = total_seconds  # the longest time for the whole body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = timed_out = False
+        started = timed_out = body_done = False
+        deadline = None if self.total_seconds is None else anyio.current_time() + self.total_seconds
 
         async def timed_receive() -> Message:
-            nonlocal timed_out
+            nonlocal timed_out, body_done
             if timed_out:
                 return {"type": "http.disconnect"}
-            with anyio.move_on_after(self.seconds) as scope_:
+            if body_done:  # the body is in: what follows is a wait for the client to leave, unbounded
+                return await receive()
+            wait, limit = self.seconds, "gap"
+            if deadline is not None and deadline - anyio.current_time() < wait:
+                wait, limit = max(0.0, deadline - anyio.current_time()), "total"
+            with anyio.move_on_after(wait) as scope_:
                 message = await receive()
             if scope_.cancelled_caught:
                 timed_out = True
                 if not started:
-                    await _answer_408(send, self.seconds)
+                    await _answer_408(send, self._detail(limit))
                 return {"type": "http.disconnect"}
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                body_done = True
             return message
 
         async def guarded_send(message: Message) -> None:
@@ -159,10 +169,17 @@ class BodyTimeoutMiddleware:
             if not timed_out:
                 raise
 
+    def _detail(self, limit: str) -> str:
+        if limit == "total":
+            return (
+                f"the request body took too long: not received whole within {self.total_seconds:g} s "
+                "(POLYGLOT_BODY_TOTAL_SECONDS)"
+            )
+        return f"the request body stalled: nothing received for {self.seconds:g} s (POLYGLOT_BODY_TIMEOUT_SECONDS)"
 
-async def _answer_408(send: Send, seconds: float) -> None:
-    body = {"detail": f"the request body stalled: nothing received for {seconds:g} s (POLYGLOT_BODY_TIMEOUT_SECONDS)"}
-    payload = json.dumps(body).encode()
+
+async def _answer_408(send: Send, detail: str) -> None:
+    payload = json.dumps({"detail": detail}).encode()
     await send(
         {
             "type": "http.response.start",

@@ -23,6 +23,7 @@ from pathlib import Path
 from PIL import Image
 
 from indexer.images import is_image_path
+from indexer.regular_files import NotRegularFileError, open_regular
 from indexer.store.metadata import ImageRecord
 
 # Sent with every image answer: the browser must not guess another type, and nothing in it may run or load.
@@ -85,10 +86,13 @@ def verified_bytes(record: ImageRecord, roots: list[Path], roots_configured: obj
     if (roots_configured or (uploads is not None and stored.parent == uploads)) and not _inside(real, roots):
         raise ServedFileError("its file is outside the photo folders the server may serve (POLYGLOT_ALLOWED_ROOTS)")
     try:
-        fd = os.open(stored, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # Never blocks: a FIFO at the indexed path held a worker thread in os.open until someone wrote to it.
+        handle = open_regular(stored, follow_links=False)
+    except NotRegularFileError:
+        raise ServedFileError("its file was replaced by something that is not a regular file") from None
     except OSError:
         raise ServedFileError("its file is missing on the server") from None
-    with os.fdopen(fd, "rb") as handle:
+    with handle:
         if os.fstat(handle.fileno()).st_size != record.bytes:
             raise ServedFileError("its file changed since it was indexed (size); re-index it")
         data = handle.read(record.bytes + 1)

@@ -76,6 +76,14 @@ class ServiceSection(BaseSettings):
         description="A request body that sends nothing for this long is answered 408 and its connection closed "
         "(a client that announces more bytes than it sends no longer holds a connection forever).",
     )
+    body_total_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        le=86400,
+        description="A request body not received whole within this long is answered 408 and its connection "
+        "closed, however steadily it trickles (one byte every 20 s never tripped the gap time-out). 120 s carries "
+        "the largest upload (POLYGLOT_MAX_UPLOAD_BYTES, 20 MB) at 1.4 Mbit/s.",
+    )
     decode_pixels_in_flight: int | None = Field(
         default=None,
         ge=1,
@@ -93,6 +101,15 @@ class ServiceSettings(Settings):
     FLAT_SECTIONS: ClassVar[tuple[str, ...]] = (*Settings.FLAT_SECTIONS, "service")
 
     service: ServiceSection = Field(default_factory=ServiceSection, description="The HTTP service.")
+    # The service answers within seconds: a database that stops answering is a 503 after this (pg_deadline), where
+    # the CLI's maintenance (a migration, a rebuild over millions of rows) may legitimately run longer statements.
+    database_timeout_seconds: float | None = Field(
+        default=5.0,
+        ge=1,
+        le=3600,
+        description="The longest wait for the database server to answer one call, then 503 (and for as long again "
+        "calls fail at once).",
+    )
 
     @property
     def upload_limit(self) -> int:

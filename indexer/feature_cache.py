@@ -64,7 +64,10 @@ class FeatureCache:
                 self._db.executemany("INSERT OR REPLACE INTO features (key, vector) VALUES (?, ?)", rows)
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # SQLite rolls a transaction back by itself after some errors (SQLITE_FULL at commit: a full disk);
+                # a second ROLLBACK then fails ("no transaction is active") and hides the disk-full error.
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
 
     def compute(

@@ -5,12 +5,17 @@
 * a manifest (``.csv``, ``.jsonl``, ``.ndjson``): one image per row/line with a ``path`` column/key; relative
   paths are resolved against the manifest's folder. ``title``, ``caption`` and ``tags`` (a list, or a string
   split on ``,`` / ``;`` / ``|``) are recognised; any other non-empty column goes to ``extra``.
+
+A file whose name is not valid UTF-8 (``bad-\\xff.jpg``, written by an old camera or another system) cannot be kept
+in the index (paths are text in SQL, in the watcher's stamps, in JSON answers): it is left out with its reason in
+``Sources.refused``, shown with its odd bytes escaped, and the rest of the folder is indexed.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +27,9 @@ MANIFEST_SUFFIXES = frozenset({".csv", ".jsonl", ".ndjson"})
 _KNOWN = ("title", "caption", "tags")
 
 
+UNSTORABLE_NAME = "its name is not valid UTF-8 (written by another system?): rename it to index it"
+
+
 class SourceError(ValueError):
     """A path or manifest the user gave cannot be used; the message says which and why."""
 
@@ -30,6 +38,34 @@ class SourceError(ValueError):
 class Sources:
     paths: list[Path] = field(default_factory=list)
     metadata: dict[Path, dict[str, Any]] = field(default_factory=dict)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (path as shown, why): left out, not indexed
+
+
+def storable(path: Path | str) -> bool:
+    """Whether ``path`` can be kept as text: Python decodes undecodable bytes of a file name to lone surrogates
+    (``surrogateescape``), which no UTF-8 database, log or JSON answer can hold."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(path: Path | str) -> str:
+    """``path`` for people: its undecodable bytes written as ``\\xff``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def split_storable(paths: Iterable[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """``paths`` that can be indexed, and the others as ``(shown, why)``."""
+    kept: list[Path] = []
+    refused: list[tuple[str, str]] = []
+    for path in paths:
+        if storable(path):
+            kept.append(path)
+        else:
+            refused.append((shown(path), UNSTORABLE_NAME))
+    return kept, refused
 
 
 def expand_sources(inputs: Iterable[Path]) -> Sources:
@@ -38,6 +74,9 @@ def expand_sources(inputs: Iterable[Path]) -> Sources:
     seen: set[Path] = set()
 
     def take(path: Path, meta: dict[str, Any] | None = None) -> None:
+        if not storable(path):
+            result.refused.append((shown(path), UNSTORABLE_NAME))
+            return
         if path in seen:
             if meta:
                 result.metadata[path] = meta

@@ -238,6 +238,14 @@ class Settings(BaseSettings):
         default=None,
         description="SQLAlchemy URL for image metadata; default a SQLite file in the index folder.",
     )
+    database_timeout_seconds: float | None = Field(
+        default=None,
+        ge=1,
+        le=3600,
+        description="The longest wait for a database server (PostgreSQL) to answer one call: a server that stops "
+        "answering without refusing is an outage after this, not a hung request. Unset: no bound on answers (the "
+        "CLI's long maintenance statements); the service's default is 5. Connecting is always bounded.",
+    )
     captions_dir: Path | None = Field(default=None, description="Caption index folder; default INDEX_DIR/captions.")
     captions_database_url: str | None = Field(
         default=None,

@@ -32,7 +32,7 @@ from watchdog.observers import Observer
 
 from indexer.file_stamps import FileStamps, Stamp
 from indexer.image_index import AddReport, ImageIndex
-from indexer.image_sources import expand_sources
+from indexer.image_sources import expand_sources, split_storable, storable
 from indexer.images import is_image_path
 from indexer.store.locks import IndexBusyError
 
@@ -162,14 +162,20 @@ class FolderWatcher:
         """Bring the index in line with the current state of ``paths`` (files or folders, existing or gone)."""
         present: list[Path] = []
         gone: list[Path] = []
+        refused: list[tuple[str, str]] = []
         for path in paths:
             if path.is_dir():
-                present += expand_sources([path]).paths  # a folder moved or copied in: everything below it
+                below = expand_sources([path])  # a folder moved or copied in: everything below it
+                present += below.paths
+                refused += below.refused
             elif path.is_file():
                 if is_image_path(path) and not path.name.startswith("."):
                     present.append(path.resolve())
             else:
                 gone.append(path)
+        present, odd_names = split_storable(present)  # names that are not UTF-8: reported, never stored
+        refused += odd_names
+        gone = [path for path in gone if storable(path)]  # such a name was never indexed
         store = self.index.store
         doomed = [found[0] for found in store.by_paths([str(p) for p in gone]).values()]
         for folder in gone:  # a deleted or moved-away folder: its rows (a file path matches nothing here)
@@ -180,9 +186,10 @@ class FolderWatcher:
         self._stamps.forget(str(path) for path in gone)
         for folder in gone:
             self._stamps.forget_under(str(folder))
+        report.failed = refused
         if present:
             added = self._add({path: _stamp(path) for path in present})
-            report.added, report.failed = added.added, added.failed
+            report.added, report.failed = added.added, refused + added.failed
         if report:
             log.info(
                 "folder watcher applied changes",
@@ -196,7 +203,8 @@ class FolderWatcher:
         """Catch up: add new and changed files of the folders, remove rows of files that are gone. Files the
         stamps say are unchanged are not read (module docstring)."""
         report = SyncReport()
-        files = expand_sources(self.folders).paths
+        sources = expand_sources(self.folders)
+        files = sources.paths
         existing = {str(path) for path in files}
         vanished = [
             (id_, path)
@@ -210,9 +218,10 @@ class FolderWatcher:
             self._stamps.forget(path for _, path in vanished)
         todo = self._new_or_changed(files)
         report.found, report.read = len(files), len(todo)
+        report.failed = list(sources.refused)
         if todo:
             added = self._add(todo)
-            report.added, report.failed = added.added, added.failed
+            report.added, report.failed = added.added, sources.refused + added.failed
         if report and self.on_change is not None:
             self.on_change(report, doomed)
         self.caught_up = report

@@ -112,3 +112,43 @@ def wait_until(check: object, seconds: float = 90.0) -> float:
             raise AssertionError(f"not true after {seconds} s")
         time.sleep(0.5)
     return time.monotonic() - start
+
+
+class SilentProxy:
+    """``tests/silent_proxy.py`` in its own process in front of ``upstream``: ``silence()`` makes it drop every
+    packet from then on (connections stay open, nothing is answered), ``resume()`` forwards again."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        script = Path(__file__).resolve().parent / "silent_proxy.py"
+        self.process = subprocess.Popen(
+            [sys.executable, str(script), upstream[0], str(upstream[1])], stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        self.port = int(self.process.stdout.readline())
+
+    def silence(self) -> None:
+        import signal
+
+        self.process.send_signal(signal.SIGUSR1)
+
+    def resume(self) -> None:
+        import signal
+
+        self.process.send_signal(signal.SIGUSR2)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+@pytest.fixture
+def silent_pg_proxy() -> Iterator[SilentProxy]:
+    proxy = SilentProxy(("127.0.0.1", 5432))
+    try:
+        yield proxy
+    finally:
+        proxy.stop()

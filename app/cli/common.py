@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from indexer.encoders.factory import UnknownEncoderError
 from indexer.model_files import ChecksumError, ModelFileMissingError
@@ -19,8 +20,9 @@ USER_ERRORS = (DatasetError, UnknownEncoderError, ModelFileMissingError, Checksu
 
 
 def fail(message: str) -> typer.Exit:
-    """Print ``error: message`` on one line and return the exit (code 2) for the caller to raise."""
-    console.print(f"[red]error:[/] {message}", highlight=False)
+    """Print ``error: message`` on one line and return the exit (code 2) for the caller to raise. The message is
+    text, not markup: rich swallowed the ``[cluster]`` of "pip install '.[cluster]'" as a tag."""
+    console.print(f"[red]error:[/] {escape(message)}", highlight=False)
     return typer.Exit(code=2)
 
 

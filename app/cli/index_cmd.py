@@ -94,6 +94,7 @@ def add(
             report = add_on_ray(index, sources, ray_options | {"shards_dir": shards, "shard_size": shard_size}, quiet)
         else:
             report = index.add_paths(sources.paths, sources.metadata, progress=not quiet)
+        report.failed[:0] = sources.refused  # names that are not UTF-8: each reported, the others indexed
         for path, reason in report.failed[:20]:
             console.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
         if len(report.failed) > 20:
@@ -107,6 +108,10 @@ def add(
 def add_on_ray(index: ImageIndex, sources: Sources, options: dict[str, Any], quiet: bool) -> AddReport:
     """Embed on Ray (indexer/distributed/), then index as usual; Ray's own failures are one line, exit 2."""
     try:
+        # Ray itself is imported only when the cluster runs (indexer/distributed/ray_embed.py): without the
+        # ``cluster`` extra that was a ModuleNotFoundError traceback after the index had opened. Ask for it here.
+        import ray.data  # noqa: F401
+
         from indexer.distributed.ray_index import add_with_ray
         from indexer.distributed.shards import ShardRunMismatchError
     except ImportError as exc:

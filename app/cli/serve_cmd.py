@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
 from app.cli.common import console
 from app.cli.settings_cli import read_settings
@@ -31,6 +32,7 @@ class Collection:
     captions: Path | None = None
     caption_images: set[str] | None = field(default=None)
     caption_source: str | None = None
+    refused: int = 0  # files left out for their names (not UTF-8), each reported when the folder was read
 
 
 def shared_data_root() -> Path | None:
@@ -73,7 +75,9 @@ def folder_collection(folder: Path) -> Collection:
     except SourceError as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(code=2) from None
-    return Collection(str(folder), sources.paths)
+    for path, reason in sources.refused:  # names that are not UTF-8: each reported, the others served
+        console.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
+    return Collection(str(folder), sources.paths, refused=len(sources.refused))
 
 
 def caption_rows(collection: Collection, captions: Path) -> list[Caption]:
@@ -102,6 +106,7 @@ def index_collection(
     from app.cli.captions_cmd import load_embedder
     from indexer.captions import CaptionFileError, CaptionIndex
     from indexer.image_index import ImageIndex, IndexBusyError, IndexMismatchError
+    from indexer.store.failures import BackendUnavailableError, DiskFullError
 
     try:
         # A new tower may expect another image space: re-derive the vectors (cached features) instead of refusing.
@@ -123,10 +128,10 @@ def index_collection(
                 report = index.add_paths(collection.paths, progress=not quiet)
                 console.print(
                     f"{collection.name}: added {report.added}, unchanged {report.skipped}, "
-                    f"failed {len(report.failed)}; the index holds {len(index)} images"
+                    f"failed {len(report.failed) + collection.refused}; the index holds {len(index)} images"
                 )
-    except (IndexMismatchError, IndexBusyError) as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
+    except (IndexMismatchError, IndexBusyError, BackendUnavailableError, DiskFullError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(code=2) from None
     if captions is None:
         return
@@ -145,6 +150,21 @@ def index_collection(
         raise typer.Exit(code=2) from None
     finally:
         caption_index.close()
+
+
+def check_database(settings: ServiceSettings) -> None:
+    """A database server that is down at start-up is one line and exit 2, as for ``index add``: ``serve`` printed
+    a 167-line traceback (exit 1), and with ``--no-index`` uvicorn's start-up failure (220 lines, exit 3)."""
+    if settings.database_url is None:  # the index's own SQLite file: nothing to reach
+        return
+    from indexer.store.failures import BackendUnavailableError
+    from indexer.store.sql import SqlStore
+
+    try:
+        SqlStore.reachable(settings.database_url, settings.database_timeout_seconds)
+    except BackendUnavailableError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(code=2) from None
 
 
 def register(cli: typer.Typer) -> None:
@@ -184,6 +204,7 @@ def register(cli: typer.Typer) -> None:
                 highlight=False,
             )
             raise typer.Exit(code=2)
+        check_database(settings)
         folder = images or settings.service.images_dir
         if watch:
             if folder is None or not folder.is_dir():

@@ -116,7 +116,7 @@ async def upload_vector(engine: Engine, upload: UploadFile) -> tuple[bytes, np.n
 
 
 async def record_or_404(engine: Engine, image_id: int) -> ImageRecord:
-    record = await engine.run(engine.images.get, image_id)
+    record = await engine.run_database(engine.images.get, image_id)
     if record is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no image with id {image_id} in the index")
     return record

@@ -32,7 +32,7 @@ async def ready(request: Request) -> Response:
     try:
         # The metadata database (and Milvus, for that backend) answer now: an orchestrator stops sending traffic
         # to a replica that could only answer 503s.
-        await engine.run(engine.images.check_backends)
+        await engine.run_database(engine.images.check_backends)
     except BackendUnavailableError as exc:
         request.app.state.error_log.error(f"{exc.backend}-unavailable", str(exc), path=request.url.path)
         down = NotReady(status="unavailable", backend=exc.backend, detail=str(exc)[:1000])

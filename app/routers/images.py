@@ -29,6 +29,7 @@ from indexer.atomic import atomic_write_bytes
 from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.store.locks import IndexBusyError
 from indexer.store.metadata import ImageRecord
+from indexer.store.uploads import lost_upload
 from indexer.thumbnails import thumbnail_bytes, thumbnail_path
 
 router = APIRouter(tags=["images"])
@@ -113,7 +114,7 @@ async def list_images(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> list[ImageInfo]:
-    records = await engine.run(engine.images.list, offset, limit)
+    records = await engine.run_database(engine.images.list, offset, limit)
     return [image_info(record) for record in records]
 
 
@@ -192,7 +193,7 @@ def _add_path(engine: Engine, raw: str, meta: dict[str, object]) -> tuple[ImageR
 
 def _add_bytes(engine: Engine, data: bytes, filename: str, meta: dict[str, object]) -> tuple[ImageRecord, bool]:
     known = engine.images.store.by_sha256(content_hash(data))
-    if known is not None:
+    if known is not None and not lost_upload(engine.images.folder, known.path):  # a lost one is made whole again
         return known, False
     # Decoded once, inside the process-wide pixel budget, and embedded in the same task (no decoded image waits).
     with engine.pixels.reserved(data):

@@ -15,6 +15,7 @@ from PIL import Image
 from indexer.images import ImageDecodeError, content_hash, register_formats
 from indexer.photo_metadata import PhotoFacts, photo_facts
 from indexer.raw_preview import raw_preview
+from indexer.regular_files import open_regular
 from indexer.store.metadata import NewImage
 
 # EXIF orientations 5-8 rotate by 90°: the upright image has width and height swapped.
@@ -122,8 +123,9 @@ class FileTooLargeError(ValueError):
 
 def read_bounded(path: Path, max_bytes: int | None) -> bytes:
     """The bytes of a regular file of at most ``max_bytes`` (checked on the open descriptor before reading, and
-    again while reading: a file that grows meanwhile is refused too)."""
-    with open(path, "rb") as handle:
+    again while reading: a file that grows meanwhile is refused too). A FIFO or device is refused at once
+    (:func:`~indexer.regular_files.open_regular`), never waited on."""
+    with open_regular(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         if max_bytes is not None and size > max_bytes:
             raise FileTooLargeError(

@@ -127,8 +127,8 @@ class NewImage(PhotoFacts, _NewImageFields):
 class MetadataStore(SqlStore):
     """The ``images`` table behind a small API; safe to share between threads."""
 
-    def __init__(self, url: str, schema: str | None = None) -> None:
-        super().__init__(url, Base.metadata, schema)
+    def __init__(self, url: str, schema: str | None = None, timeout: float | None = None) -> None:
+        super().__init__(url, Base.metadata, schema, timeout)
         # Indexes made before issue 27 lack the photo-fact columns: added in place (nullable, so instant).
         self.migrated = add_missing_columns(self.engine, Base.metadata.tables["images"], schema)
 

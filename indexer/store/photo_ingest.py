@@ -28,13 +28,14 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from indexer.atomic import atomic_write_bytes
+from indexer.image_sources import split_storable
 from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.store.failures import BackendUnavailableError, DiskFullError, translated
 from indexer.store.index_state import IndexState
 from indexer.store.ingest import AddReport, FileBatch, Item, header_size, read_files, upload_suffix
 from indexer.store.maintenance import Maintenance
 from indexer.store.metadata import ImageRecord
-from indexer.store.uploads import UPLOADS_DIR
+from indexer.store.uploads import UPLOADS_DIR, lost_upload
 from indexer.thumbnails import write_thumbnail
 
 log = logging.getLogger("indexer.image_index")  # logged under the public class's module
@@ -79,7 +80,8 @@ class PhotoIngest:
     ) -> AddReport:
         state, maintenance = self.state, self.maintenance
         report = AddReport()
-        unique = list(dict.fromkeys(Path(p).expanduser().resolve() for p in paths))
+        # A name that is not UTF-8 cannot be stored (indexer/image_sources.py): that file is reported, not the folder.
+        unique, report.failed = split_storable(dict.fromkeys(Path(p).expanduser().resolve() for p in paths))
         meta = {Path(k).expanduser().resolve(): v for k, v in (metadata or {}).items()}
         with maintenance.writing():
             existing = state.store.by_paths([str(p) for p in unique])
@@ -158,7 +160,12 @@ class PhotoIngest:
         with maintenance.writing():  # checked under the lock: two uploads of the same photo make one record
             existing = state.store.by_sha256(sha)
             if existing is not None:
-                return existing
+                if not lost_upload(state.folder, existing.path):
+                    return existing
+                # A failed write whose rows could not be taken back (the database failed too) left this row:
+                # returning it would hand out a photo that is neither served nor searchable.
+                log.warning("replacing an upload whose file is missing", extra={"id": existing.id})
+                maintenance.remove([existing.id])
             # Absolute: the record must stay valid whatever the working directory of the next process. The suffix
             # is the detected format's, never the client's name (a PPM called evil.html is stored as .ppm).
             target = state.folder.resolve() / UPLOADS_DIR / f"{sha}{upload_suffix(data)}"
@@ -175,10 +182,12 @@ class PhotoIngest:
                     maintenance.persist()
                 done = True
             finally:
+                if not (done and records):
+                    # Not indexed: leave no orphan file behind. Removed before the rows: on a full disk the row
+                    # delete needs room in the database's log, and this file is what took it.
+                    target.unlink(missing_ok=True)
                 if not done:
                     self.roll_back([r.id for r in records])
-                if not (done and records):
-                    target.unlink(missing_ok=True)  # not indexed: leave no orphan file behind
         if not records:
             raise ImageDecodeError(report.failed[0][1] if report.failed else "the image could not be indexed")
         return records[0]

@@ -17,11 +17,11 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
-from indexer.store.failures import LOW_SPACE_BYTES, free_bytes, is_io_error
+from indexer.store.failures import LOW_SPACE_BYTES, free_bytes, is_io_error, translated
 
 # SQLite only autoincrements an "INTEGER PRIMARY KEY"; elsewhere ids are 64-bit like FAISS ids.
 ID_TYPE = BigInteger().with_variant(Integer(), "sqlite")
-CONNECT_TIMEOUT_SECONDS = 5
+CONNECT_TIMEOUT_SECONDS = 5  # a server that does not accept the connection: an outage, not a hang
 BATCH = 900  # stay under SQLite's bound-parameter limit in IN (...) clauses
 
 
@@ -34,17 +34,41 @@ def redact_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def create_sql_engine(url: str, schema: str | None = None, exclusive: bool = False) -> Engine:
+def libpq_options(timeout: float | None) -> dict[str, Any]:
+    """libpq's bounds for a server that vanished: the connection's own time-out, keepalives (an idle connection
+    whose peer is gone), and, with a ``timeout``, ``tcp_user_timeout`` (data the peer never acknowledged)."""
+    seconds = timeout or CONNECT_TIMEOUT_SECONDS
+    options = {
+        "connect_timeout": max(2, round(seconds)),  # whole seconds, at least 2
+        "keepalives": 1,
+        "keepalives_idle": max(1, round(seconds)),
+        "keepalives_interval": 1,
+        "keepalives_count": 3,
+    }
+    if timeout is not None:
+        options["tcp_user_timeout"] = int(timeout * 1000)
+    return options
+
+
+def create_sql_engine(
+    url: str, schema: str | None = None, exclusive: bool = False, timeout: float | None = None
+) -> Engine:
     """An engine for ``url``; ``schema`` puts unqualified tables in that (PostgreSQL) schema. ``exclusive``
-    (SQLite): exclusive locking, one connection at a time (see :class:`SqlStore`)."""
+    (SQLite): exclusive locking, one connection at a time (see :class:`SqlStore`). ``timeout`` (a database server):
+    the longest wait for one answer (:mod:`indexer.store.pg_deadline`); None: connecting only is bounded."""
     # pre_ping: a pooled connection to a database server that restarted is replaced, not handed out dead (the first
     # request after an outage would fail although the server is back).
     options: dict[str, Any] = {}
     if url.startswith("postgresql"):
-        options["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_SECONDS}  # a dead server: fail, do not hang
+        # A dead server: fail, do not hang. libpq's options (psycopg 3 and 2): connect time-out, keepalives.
+        options["connect_args"] = libpq_options(timeout)
     if exclusive:
         options["poolclass"] = NullPool  # each use takes the lock and gives it back when it closes
     engine = create_engine(url, future=True, pool_pre_ping=not url.startswith("sqlite"), **options)
+    if timeout is not None and engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg":
+        from indexer.store.pg_deadline import bound  # psycopg: imported for its URLs only
+
+        bound(engine, timeout)  # and every answer within the time-out
     if engine.dialect.name == "sqlite":
         if exclusive:
             event.listen(engine, "connect", _sqlite_exclusive)
@@ -58,9 +82,9 @@ def create_sql_engine(url: str, schema: str | None = None, exclusive: bool = Fal
 class SqlStore:
     """Tables of ``metadata`` in the database at ``url``, created if missing; safe to share between threads."""
 
-    def __init__(self, url: str, metadata: MetaData, schema: str | None = None) -> None:
+    def __init__(self, url: str, metadata: MetaData, schema: str | None = None, timeout: float | None = None) -> None:
         self.url = url
-        self.engine: Engine = create_sql_engine(url, schema)
+        self.engine: Engine = create_sql_engine(url, schema, timeout=timeout)
         try:
             metadata.create_all(self.engine)
         except OperationalError as exc:
@@ -77,6 +101,16 @@ class SqlStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    @staticmethod
+    def reachable(url: str, timeout: float | None = None) -> None:
+        """Connect to the database at ``url`` once, or raise :class:`BackendUnavailableError` with the reason."""
+        engine = create_sql_engine(url, timeout=timeout)
+        try:
+            with translated(Path(".")), engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        finally:
+            engine.dispose()
 
     def ping(self) -> None:
         """Raise unless the database answers a trivial query (``/ready``)."""

@@ -45,3 +45,11 @@ def remove_orphan_uploads(folder: Path, store: MetadataStore) -> list[Path]:
             extra={"files": [path.name for path in doomed][:20], "count": len(doomed)},
         )
     return doomed
+
+
+def lost_upload(index_folder: Path, path: str) -> bool:
+    """Whether ``path`` (a row's) names an upload of the index in ``index_folder`` whose file is gone: what a failed
+    write whose rows could not be taken back left (issue 34). Such a row is replaced by the next upload of the same
+    bytes, never handed back (it is neither served nor searchable)."""
+    stored = Path(path)
+    return stored.parent == (index_folder / UPLOADS_DIR).resolve() and not stored.is_file()

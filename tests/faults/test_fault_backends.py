@@ -11,16 +11,21 @@ retries after the outage create the photo.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from api_fixtures import API_KEY, CAPTIONS, fake_engine_factory
 from fastapi.testclient import TestClient
+from fault_fixtures import wait_until
 from PIL import Image
 
 from app.errors import ThrottledLog
@@ -174,3 +179,84 @@ def test_repeated_errors_are_logged_once_per_interval_with_a_count(caplog: pytes
     assert len(vectors) == 4  # at 0, 10, 20 and 30 s
     assert [r.count for r in vectors] == [1, 1000, 1000, 1000]  # type: ignore[attr-defined]
     assert len(outage_lines(caplog, "database-unavailable")) == 4
+
+
+@contextlib.contextmanager
+def serving(settings: ServiceSettings, photo_paths: list[Path]) -> Iterator[str]:
+    """The service on a real uvicorn server (its own threads, as in production); yields its base URL."""
+    import threading
+
+    import uvicorn
+    from api_fixtures import free_port
+
+    port = free_port()
+    app = create_app(settings, fake_engine_factory(photo_paths, CAPTIONS))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the service did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+
+
+@pytest.mark.postgres
+def test_a_silent_database_is_503_within_seconds_and_starves_nothing(
+    service_settings: ServiceSettings,
+    photo_paths: list[Path],
+    postgres_url: str,
+    pg_schema: str,
+    silent_pg_proxy,  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 34, defect 4: behind a proxy that stops forwarding (packets dropped, nothing refused), 8 of 8
+    ``GET /images/{id}`` on pooled connections hung past 150 s, holding the worker threads, and ``/languages`` (no
+    database) timed out too. Now each answers 503 within the database time-out (2 s here; one request waits it out,
+    the others are answered at once), ``/languages`` answers at once meanwhile, and the service is back when the
+    database is."""
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{silent_pg_proxy.port}/test?options=-csearch_path%3D{pg_schema}"
+    service = service_settings.service.model_copy(update={"record_cache_seconds": 0, "thread_pool_size": 2})
+    settings = service_settings.model_copy(
+        update={"database_url": url, "database_timeout_seconds": 2.0, "service": service}
+    )
+    with serving(settings, photo_paths) as base, ThreadPoolExecutor(12) as pool:
+
+        def get(path: str) -> tuple[int, float, dict[str, str], str]:
+            start = time.monotonic()
+            try:
+                answer = httpx.get(base + path, timeout=30)
+            except httpx.TimeoutException:
+                return 0, time.monotonic() - start, {}, "no answer in 30 s"
+            return answer.status_code, time.monotonic() - start, dict(answer.headers), answer.text[:200]
+
+        warm = list(pool.map(get, [f"/v1/images/{i}/info" for i in range(1, 9)]))  # pooled connections, open
+        assert [code for code, *_ in warm] == [200] * 8, warm
+
+        silent_pg_proxy.silence()
+        time.sleep(0.3)
+        hung = [pool.submit(get, f"/v1/images/{i}/info") for i in range(1, 9)]
+        time.sleep(0.5)  # the database requests hold their threads now
+        languages = [pool.submit(get, "/v1/languages") for _ in range(2)]
+        quick = [future.result() for future in languages]
+        for code, seconds, _, text in quick:
+            assert code == 200 and seconds < 1.5, (code, seconds, text)  # never behind the database's threads
+        answered = [future.result() for future in hung]
+        print(  # the figures of docs/faults.md
+            f"silent database: /languages {max(s for _, s, _, _ in quick):.2f} s; GET /images/{{id}}/info "
+            f"{sorted(code for code, *_ in answered)} in {min(s for _, s, _, _ in answered):.1f}-"
+            f"{max(s for _, s, _, _ in answered):.1f} s"
+        )
+        for code, seconds, headers, text in answered:
+            assert code == 503 and seconds < 8, (code, seconds, text)  # one 2-s deadline, the rest at once
+            assert headers["content-type"].startswith("application/json") and int(headers["retry-after"]) >= 1
+            assert "database" in text
+        code, seconds, _, text = get("/v1/ready")
+        assert code == 503 and "database" in text and seconds < 8, (code, seconds, text)
+
+        silent_pg_proxy.resume()
+        back = wait_until(lambda: get("/v1/images/1/info")[0] == 200, seconds=30)
+        assert back < 30

@@ -3,6 +3,8 @@ mid-sentence, so a test passed or failed with the length of the temporary path i
 
 from __future__ import annotations
 
+import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,4 +50,39 @@ def test_a_database_that_is_down_when_the_index_opens_is_one_line_not_a_tracebac
     result = runner.invoke(cli, ["index", "add", str(tmp_path / "photos")])
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].startswith("error: the database backend is unavailable") and "Traceback" not in result.output
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_engine_ray_without_the_cluster_extra_is_one_line_naming_the_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: a ModuleNotFoundError traceback (exit 1) when Ray is not installed."""
+    write_random_images(tmp_path / "photos", 2, size=(8, 8))
+    monkeypatch.setenv("POLYGLOT_INDEX_DIR", str(tmp_path / "index"))
+    for name in ("ray", "ray.data"):  # as if not installed: an import of it fails
+        monkeypatch.setitem(sys.modules, name, None)
+    result = runner.invoke(cli, ["index", "add", str(tmp_path / "photos"), "--engine", "ray", "--quiet"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert lines[0].startswith("error: --engine ray needs Ray") and "pip install '.[cluster]'" in lines[0], lines
+
+
+@pytest.mark.parametrize("how", [["--no-index"], ["--images", "photos"], ["--images", "photos", "--watch"]])
+@pytest.mark.usefixtures("cli_env")
+def test_serve_with_the_database_down_is_one_line_like_index_add(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: list[str]
+) -> None:
+    """Issue 34, defect 6: ``serve`` exited 1 with a 167-line traceback (``--no-index``: uvicorn's start-up
+    failure, exit 3, 220 lines)."""
+    write_random_images(tmp_path / "photos", 2, size=(8, 8))
+    monkeypatch.delenv("POLYGLOT_TOWER_PATH")  # the shipped text model: serve checks it is there first
+    monkeypatch.setenv("POLYGLOT_INDEX_DIR", str(tmp_path / "index"))
+    monkeypatch.setenv("POLYGLOT_DATABASE_URL", "postgresql+psycopg://127.0.0.1:1/test")  # nothing listens on port 1
+    with socket.socket() as sock:  # a free port, should the old code get as far as serving
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    result = runner.invoke(cli, ["serve", *how, "--port", port, "--quiet"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, (result.exit_code, result.output[-2000:])
     assert lines[0].startswith("error: the database backend is unavailable") and "Traceback" not in result.output
