@@ -8,6 +8,7 @@ settings.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,6 @@ def register(cli: typer.Typer) -> None:
         from indexer.filtered_view import FilteredImages, by_date
         from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
         from indexer.images import ImageDecodeError, load_image
-        from indexer.query import ModelsError, QueryPipeline, load_models
         from indexer.query.pipeline import clean_query, detect_language
 
         if (query is None) == (image is None):
@@ -65,13 +65,34 @@ def register(cli: typer.Typer) -> None:
         except FilterError as exc:
             raise fail(str(exc)) from None
         settings = read_settings()
+        # The language detector's model takes ~0.5 s to load, mostly decompression that lets other threads run:
+        # loaded beside the text side instead of after it.
+        detecting = ThreadPoolExecutor(1).submit(detect_language, text) if image is None and not lang else None
+        # A text query without CLC needs only the text side and the index: the student's ONNX trunk and numpy head,
+        # without torch (~3 s of a one-shot command; indexer/query/onnx_text_side.py). Anything else, or a text side
+        # that only the full path can load, takes the query pipeline.
+        light = None
+        if image is None and settings.query.clc == "off":
+            from indexer.query.onnx_text_side import load_onnx_text_side
+
+            light = load_onnx_text_side(settings)
         try:
-            models = load_models(settings)
-            pipeline = QueryPipeline(models, settings)
-            index = ImageIndex.open(
-                settings, image_space=models.image_space, create=False, encoder=models.image_encoder
-            )
-        except (IndexNotFoundError, IndexMismatchError, ModelsError, FileNotFoundError) as exc:
+            if light is not None:
+                supports, languages, label = light.supports, light.languages, light.label
+                index = ImageIndex.open(settings, image_space=light.image_space, create=False)
+            else:
+                from indexer.query import ModelsError, QueryPipeline, load_models
+
+                try:
+                    models = load_models(settings)
+                except ModelsError as exc:
+                    raise fail(str(exc)) from None
+                pipeline = QueryPipeline(models, settings)
+                supports, languages, label = pipeline.supports, pipeline.languages, models.label
+                index = ImageIndex.open(
+                    settings, image_space=models.image_space, create=False, encoder=models.image_encoder
+                )
+        except (IndexNotFoundError, IndexMismatchError, FileNotFoundError) as exc:
             raise fail(str(exc)) from None
         try:
             if len(index) == 0:
@@ -88,12 +109,14 @@ def register(cli: typer.Typer) -> None:
                 hits = searched.search(pipeline.embed_images([picture]), depth)[0]
                 answer = {"image": str(image)}
             else:
-                code = lang.strip().lower() if lang else detect_language(text)[0]
-                if lang and not pipeline.supports(code or ""):
-                    supported = ", ".join(pipeline.languages or [])
-                    raise fail(f"unsupported --lang {lang!r}: the text encoder supports {supported}")
-                hits = pipeline.search_texts(searched, [(text, code, depth)])[0]
-                answer = {"query": text, "lang": code, "model": models.label}
+                code = lang.strip().lower() if lang or detecting is None else detecting.result()[0]
+                if lang and not supports(code or ""):
+                    raise fail(f"unsupported --lang {lang!r}: the text encoder supports {', '.join(languages or [])}")
+                if light is not None:
+                    hits = searched.search(light.embed([text]), depth)[0]
+                else:
+                    hits = pipeline.search_texts(searched, [(text, code, depth)])[0]
+                answer = {"query": text, "lang": code, "model": label}
             if cutoff:
                 hits = hits[: cutoff_count([h.score for h in hits], cutoff_z)]
             hits = by_date(index, list(hits))[:k] if sort == "date" else list(hits)[:k]

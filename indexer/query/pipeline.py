@@ -27,14 +27,16 @@ import threading
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import numpy as np
 from PIL import Image
 
 from indexer.query.clc import ClcError, ClcMode, Versions, rerank
-from indexer.query.models import Models
 from indexer.settings import Settings
+
+if TYPE_CHECKING:  # the models import torch; the query text's cleaning and language detection do not need it
+    from indexer.query.models import Models
 
 
 # ------------------------------------------------------------------ 1. the text
