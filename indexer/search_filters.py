@@ -8,9 +8,10 @@ restricted to (:mod:`indexer.store.filtered`).
   ``taken_before`` means the end of that day. They compare with the photo's local capture time (the camera's
   clock, what EXIF records), as photo apps do; a time-zone offset in the value is ignored for that reason.
   Photos without a capture time never pass a date filter.
-* ``folder``: an absolute path keeps the photos in that folder and below it; anything else is a folder name
-  (or a relative sub-path) matched as whole path components anywhere: ``Lisbon`` finds ``…/2024/Lisbon/…``.
-  Case-sensitive, as paths are on Linux (``lisbon`` does not find ``Lisbon``), on SQLite and PostgreSQL alike.
+* ``folder``: an absolute path keeps the photos in that folder and below it (as typed: a path); anything else is
+  matched as people type it (issue 36, :mod:`indexer.folder_names`): the start of any word of the folder's path,
+  case- and accent-insensitively — ``lisboa`` and ``Lisb`` find ``…/Été à Lisboa/…``, ``ete`` finds ``…/Été/…``.
+  A name that matches no folder is a :class:`FolderNotFoundError` naming the folders that come close.
 * ``near``: ``lat,lon,km``: photos whose GPS position is within ``km`` kilometres (great-circle distance).
 """
 
@@ -20,11 +21,22 @@ import math
 from dataclasses import dataclass
 from datetime import date, datetime, time
 
+from indexer.folder_names import describe_no_match
+
 EARTH_RADIUS_KM = 6371.0088
 
 
 class FilterError(ValueError):
     """A filter value that cannot be understood; the message says what is expected."""
+
+
+class FolderNotFoundError(FilterError):
+    """A folder name that matches no indexed folder; ``close``: names of folders that come close (may be empty)."""
+
+    def __init__(self, folder: str, close: list[str]) -> None:
+        super().__init__(describe_no_match(folder, close))
+        self.folder = folder
+        self.close = close
 
 
 @dataclass(frozen=True)
@@ -109,5 +121,3 @@ def distance_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     dp, dl = p2 - p1, math.radians(lon2 - lon1)
     a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
     return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(a)))
-
-

@@ -35,7 +35,10 @@ def register(cli: typer.Typer) -> None:
             None, "--taken-before", help="Taken on/before this ISO 8601 date (whole day) or date-time."
         ),
         folder: str | None = typer.Option(
-            None, "--folder", help="An absolute folder (and below), or a folder name anywhere in the path."
+            None,
+            "--folder",
+            help="An absolute folder (and below), or the start of any folder name in the path, in any case and "
+            "with or without accents (Lisboa finds 'Été à Lisboa').",
         ),
         near: str | None = typer.Option(None, "--near", help="'lat,lon,km': taken within km of this place."),
         sort: str = typer.Option("score", "--sort", help="score (best first) or date (best matches, newest first)."),
@@ -98,7 +101,10 @@ def register(cli: typer.Typer) -> None:
             if len(index) == 0:
                 raise fail(f"the index in {settings.resolved_index_dir} is empty: run `polyglot index add PATH...`")
             answer: dict[str, Any]
-            searched: Any = FilteredImages.of(index, where) if where.active else index
+            try:
+                searched: Any = FilteredImages.of(index, where) if where.active else index
+            except FilterError as exc:  # a folder name that matches no folder: the close ones are named
+                raise fail(str(exc)) from None
             depth = k if sort == "score" else max(k, settings.query.date_sort_pool)
             depth = max(depth, CUTOFF_POOL) if cutoff else depth
             if image is not None:

@@ -51,7 +51,9 @@ async def photo_filter(
         str | None,
         Query(
             max_length=4096,
-            description="An absolute folder (itself and below) or a folder name matched anywhere in the path.",
+            description="An absolute folder (itself and below), or the start of any word of a folder's path, in "
+            "any case and with or without accents ('lisboa' finds 'Été à Lisboa'); 422 with `close_folders` when "
+            "it matches no folder.",
         ),
     ] = None,
     near: Annotated[

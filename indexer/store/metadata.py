@@ -17,8 +17,9 @@ import numpy as np
 from sqlalchemy import JSON, BigInteger, DateTime, Float, Integer, SmallInteger, String, Text, and_, func, or_, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from indexer.folder_names import close_folder_names, matching_folders
 from indexer.photo_metadata import FACTS, PhotoFacts
-from indexer.search_filters import PhotoFilter, distance_km
+from indexer.search_filters import FolderNotFoundError, PhotoFilter, distance_km
 from indexer.store.migrate import add_missing_columns
 from indexer.store.sql import BATCH, ID_TYPE, SqlStore
 from indexer.store.sql import redact_url as redact_url  # re-exported: callers import them from here
@@ -215,7 +216,7 @@ class MetadataStore(SqlStore):
         if where.taken_before is not None:
             clauses.append(ImageRow.taken_at <= where.taken_before)
         if where.folder is not None:
-            clauses.append(_folder_clause(where.folder, self.engine.dialect.name))
+            clauses.append(self._folder_clause(where.folder))
         columns: list[Any] = [ImageRow.id]
         if where.near is not None:
             box = where.near.box()
@@ -234,6 +235,24 @@ class MetadataStore(SqlStore):
                     dtype=np.int64,
                 )
         return np.sort(ids)
+
+    def folder_values(self) -> list[str]:
+        """The distinct folders of the indexed photos (one index-only scan of the folder column)."""
+        with self.engine.connect() as connection:
+            query = select(ImageRow.folder).where(ImageRow.folder.is_not(None)).distinct()
+            return [str(folder) for (folder,) in connection.execute(query)]
+
+    def _folder_clause(self, folder: str) -> Any:
+        """An absolute folder: itself and below, as typed (a path). Anything else: the folders whose path has a
+        word starting with it, folded (:mod:`indexer.folder_names`); none → :class:`FolderNotFoundError` with
+        the folders whose names come close."""
+        if folder.startswith("/"):
+            return _subtree_clause(folder, self.engine.dialect.name)
+        known = self.folder_values()
+        found = matching_folders(folder, known)
+        if not found:
+            raise FolderNotFoundError(folder, close_folder_names(folder, known))
+        return or_(*(ImageRow.folder.in_(found[start : start + BATCH]) for start in range(0, len(found), BATCH)))
 
     def paths_under(self, folder: str) -> list[tuple[int, str]]:
         """``(id, path)`` of the images whose file lies in ``folder`` or below (the folder watcher)."""
@@ -319,29 +338,12 @@ class MetadataStore(SqlStore):
         return sorted(gone)
 
 
-def _folder_clause(folder: str, dialect: str) -> Any:
-    """An absolute folder: itself and below, as a range of the folder index (``X/`` ≤ folder < ``X0``: "0" follows
-    "/" in every collation that sorts by code point, so the B-tree answers it; a LIKE could not use the index on
-    SQLite). PostgreSQL compares in the "C" collation for this (a locale collation may ignore the slashes).
-    Otherwise whole path components anywhere (``Lisbon``): a scan of the folder column.
-    Case-sensitive on every database, as paths are on Linux: ``lisbon`` is another folder than ``Lisbon``.
-    SQLite's LIKE folds ASCII case (PostgreSQL's does not), so SQLite matches names with GLOB instead."""
-    if folder.startswith("/"):
-        if folder == "/":
-            return ImageRow.folder.startswith("/")
-        column: Any = ImageRow.folder.collate("C") if dialect == "postgresql" else ImageRow.folder
-        return or_(ImageRow.folder == folder, and_(column >= folder + "/", column < folder + "0"))
-    name = folder.strip("/")
-    if dialect == "sqlite":
-        literal = "".join(f"[{c}]" if c in "*?[" else c for c in name)  # GLOB's wildcards, matched as themselves
-        return or_(
-            ImageRow.folder.op("GLOB")(f"*/{literal}"),
-            ImageRow.folder.op("GLOB")(f"*/{literal}/*"),
-            ImageRow.folder == folder,
-        )
-    escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return or_(
-        ImageRow.folder.like(f"%/{escaped}", escape="\\"),
-        ImageRow.folder.like(f"%/{escaped}/%", escape="\\"),
-        ImageRow.folder == folder,
-    )
+def _subtree_clause(folder: str, dialect: str) -> Any:
+    """A folder and below, as a range of the folder index (``X/`` ≤ folder < ``X0``: "0" follows "/" in every
+    collation that sorts by code point, so the B-tree answers it; a LIKE could not use the index on SQLite).
+    PostgreSQL compares in the "C" collation for this (a locale collation may ignore the slashes). Case-sensitive,
+    as an absolute path is on Linux."""
+    if folder == "/":
+        return ImageRow.folder.startswith("/")
+    column: Any = ImageRow.folder.collate("C") if dialect == "postgresql" else ImageRow.folder
+    return or_(ImageRow.folder == folder, and_(column >= folder + "/", column < folder + "0"))
