@@ -20,7 +20,6 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-
 _WORD_SPLIT = re.compile(r"[\W_]+")
 
 

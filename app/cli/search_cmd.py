@@ -52,7 +52,7 @@ def register(cli: typer.Typer) -> None:
         from indexer.filtered_view import FilteredImages, by_date
         from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
         from indexer.images import ImageDecodeError, load_image
-        from indexer.query.pipeline import clean_query, detect_language
+        from indexer.query.pipeline import clean_query, confident_language, warm_up_language_detection
 
         if (query is None) == (image is None):
             raise fail("give a text QUERY or --image PATH (one of them)")
@@ -70,7 +70,7 @@ def register(cli: typer.Typer) -> None:
         settings = read_settings()
         # The language detector's model takes ~0.5 s to load, mostly decompression that lets other threads run:
         # loaded beside the text side instead of after it.
-        detecting = ThreadPoolExecutor(1).submit(detect_language, text) if image is None and not lang else None
+        detector = ThreadPoolExecutor(1).submit(warm_up_language_detection) if image is None and not lang else None
         # A text query without CLC needs only the text side and the index: the student's ONNX trunk and numpy head,
         # without torch (~3 s of a one-shot command; indexer/query/onnx_text_side.py). Anything else, or a text side
         # that only the full path can load, takes the query pipeline.
@@ -82,6 +82,7 @@ def register(cli: typer.Typer) -> None:
         try:
             if light is not None:
                 supports, languages, label = light.supports, light.languages, light.label
+                encoder_languages = light.trunk.languages
                 index = ImageIndex.open(settings, image_space=light.image_space, create=False)
             else:
                 from indexer.query import ModelsError, QueryPipeline, load_models
@@ -92,6 +93,7 @@ def register(cli: typer.Typer) -> None:
                     raise fail(str(exc)) from None
                 pipeline = QueryPipeline(models, settings)
                 supports, languages, label = pipeline.supports, pipeline.languages, models.label
+                encoder_languages = models.text.languages
                 index = ImageIndex.open(
                     settings, image_space=models.image_space, create=False, encoder=models.image_encoder
                 )
@@ -115,7 +117,13 @@ def register(cli: typer.Typer) -> None:
                 hits = searched.search(pipeline.embed_images([picture]), depth)[0]
                 answer = {"image": str(image)}
             else:
-                code = lang.strip().lower() if lang or detecting is None else detecting.result()[0]
+                probability = None
+                if lang:
+                    code: str | None = lang.strip().lower()
+                else:  # a label only when the detector is sure, among the encoder's languages (issue 36)
+                    if detector is not None:
+                        detector.result()
+                    code, probability = confident_language(text, encoder_languages)
                 if lang and not supports(code or ""):
                     raise fail(f"unsupported --lang {lang!r}: the text encoder supports {', '.join(languages or [])}")
                 if light is not None:
@@ -123,6 +131,8 @@ def register(cli: typer.Typer) -> None:
                 else:
                     hits = pipeline.search_texts(searched, [(text, code, depth)])[0]
                 answer = {"query": text, "lang": code, "model": label}
+                if not lang:
+                    answer["lang_probability"] = probability  # the detector's, of its best guess (shown or not)
             if cutoff:
                 hits = hits[: cutoff_count([h.score for h in hits], cutoff_z)]
             hits = by_date(index, list(hits))[:k] if sort == "date" else list(hits)[:k]

@@ -24,7 +24,7 @@ from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, Searc
 from indexer.filtered_view import FilteredImages, by_date
 from indexer.image_index import Hit
 from indexer.query.clc import ClcError, ClcMode
-from indexer.query.pipeline import checked_query, detect_language
+from indexer.query.pipeline import checked_query, confident_language
 from indexer.relevance import DEFAULT_Z, cutoff_count
 from indexer.relevance import POOL as CUTOFF_POOL
 from indexer.search_filters import FilterError, PhotoFilter
@@ -142,9 +142,15 @@ def _language(engine: Engine, q: str, lang: str | None) -> LanguageInfo:
                 "(or leave lang out to detect it)",
             )
         return LanguageInfo(requested=code, used=code, supported=True)
-    detected, probability = detect_language(q)
-    known = engine.pipeline.supports(detected) if detected else None
-    return LanguageInfo(detected=detected, probability=probability, used=detected, supported=known)
+    # Labelled only when the detector is sure, and only with a language the encoder serves (issue 36: single
+    # words were labelled wrongly, "chat" as Quechua, "not supported"); the query is embedded the same either way.
+    detected, probability = confident_language(q, engine.pipeline.models.text.languages)
+    return LanguageInfo(
+        detected=detected,
+        probability=probability,
+        used=detected,
+        supported=engine.pipeline.supports(detected) if detected else None,
+    )
 
 
 FilterDep = Annotated[PhotoFilter | None, Depends(photo_filter)]
