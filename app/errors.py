@@ -5,7 +5,8 @@
   :mod:`indexer.images`). Without this handler it was a 500, and the worker went on with whatever was left.
 * A query text with nothing visible in it, or over ``POLYGLOT_MAX_QUERY_CHARS`` (the query pipeline's
   :class:`~indexer.query.QueryTextError`, raised by every text endpoint) → 422 with its message; so is a photo
-  filter found wrong only once the index is read (a folder name that matches no folder, with ``close_folders``).
+  filter found wrong only once the index is read (a folder name that matches no folder, with ``close_folders``; a
+  place that names no photo's place, with ``close_places``).
 * Validation errors (422) keep FastAPI's ``detail`` list but cap every echoed ``input``: a 2,000-character
   query came back whole, and a multi-kilobyte form field would too.
 * A backend outage (the metadata database or the vector server unreachable, :class:`BackendUnavailableError`
@@ -31,7 +32,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 
 from indexer.query.pipeline import QueryTextError
-from indexer.search_filters import FilterError, FolderNotFoundError
+from indexer.search_filters import FilterError, FolderNotFoundError, PlaceNotFoundError
 from indexer.store.failures import BackendUnavailableError, DiskFullError, first_line, is_disk_full
 
 log = logging.getLogger("app.errors")
@@ -152,6 +153,8 @@ async def bad_filter(request: Request, exc: Exception) -> JSONResponse:
     body: dict[str, Any] = {"detail": str(exc)}
     if isinstance(exc, FolderNotFoundError):
         body["close_folders"] = exc.close
+    if isinstance(exc, PlaceNotFoundError) and exc.close:
+        body["close_places"] = exc.close
     return JSONResponse(body, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 

@@ -111,7 +111,9 @@ class ImageIndex:
         if sidecar is None:
             sidecar = opening.create_sidecar(folder, encoder, space)
         with translated(folder):  # the database's first connection: an outage is the index's one clear error
-            store = MetadataStore(settings.database_url or sqlite_url(folder / DB_NAME))
+            store = MetadataStore(
+                settings.database_url or sqlite_url(folder / DB_NAME), cache_dir=settings.resolved_cache_dir
+            )
         vectors = load_vectors(folder, sidecar, settings.vector_index)
         index = cls(IndexState(folder, settings, encoder, space, sidecar, store, vectors), revisions)
         try:

@@ -40,7 +40,15 @@ def register(cli: typer.Typer) -> None:
             help="An absolute folder (and below), or the start of any folder name in the path, in any case and "
             "with or without accents (Lisboa finds 'Été à Lisboa').",
         ),
-        near: str | None = typer.Option(None, "--near", help="'lat,lon,km': taken within km of this place."),
+        near: str | None = typer.Option(
+            None, "--near", help="'lat,lon,km' or 'place,km' (Lisbon,25): taken within km of this position or place."
+        ),
+        place: str | None = typer.Option(
+            None,
+            "--place",
+            help="Taken in this city, region or country (named offline at index time): Lisboa, lisbon, Portugal, "
+            "'Lisbon, Portugal'.",
+        ),
         sort: str = typer.Option("score", "--sort", help="score (best first) or date (best matches, newest first)."),
         cutoff: bool = typer.Option(
             False, "--cutoff", help="Stop where results stop standing out from the query's score distribution."
@@ -64,7 +72,7 @@ def register(cli: typer.Typer) -> None:
         if sort not in ("score", "date"):
             raise fail(f"--sort must be 'score' or 'date', not {sort!r}")
         try:
-            where = PhotoFilter.parse(taken_after, taken_before, folder, near)
+            where = PhotoFilter.parse(taken_after, taken_before, folder, near, place)
         except FilterError as exc:
             raise fail(str(exc)) from None
         settings = read_settings()
@@ -105,7 +113,7 @@ def register(cli: typer.Typer) -> None:
             answer: dict[str, Any]
             try:
                 searched: Any = FilteredImages.of(index, where) if where.active else index
-            except FilterError as exc:  # a folder name that matches no folder: the close ones are named
+            except FilterError as exc:  # a folder or place that matches none: the close ones are named
                 raise fail(str(exc)) from None
             depth = k if sort == "score" else max(k, settings.query.date_sort_pool)
             depth = max(depth, CUTOFF_POOL) if cutoff else depth
@@ -139,6 +147,7 @@ def register(cli: typer.Typer) -> None:
             if where.active:
                 answer["matching_images"] = len(searched.allowed)
             taken = index.store.taken([hit.id for hit in hits])
+            places = index.store.places([hit.id for hit in hits])
             paths = {i: path for i, _, path in index.store.id_keys([hit.id for hit in hits])}  # one query
         finally:
             index.close()
@@ -149,6 +158,7 @@ def register(cli: typer.Typer) -> None:
                 "id": hit.id,
                 "path": paths[hit.id],
                 "taken_at": taken[hit.id].isoformat() if taken.get(hit.id) else None,  # type: ignore[union-attr]
+                "place": places[hit.id].label if hit.id in places else None,
             }
             for rank, hit in enumerate((h for h in hits if h.id in paths), start=1)
         ]
@@ -156,10 +166,15 @@ def register(cli: typer.Typer) -> None:
             out.print_json(json.dumps({**answer, "results": rows}, ensure_ascii=False))
             return
         title = f"{answer.get('query') or answer.get('image')}" + (f" ({answer['lang']})" if answer.get("lang") else "")
-        table = Table("rank", "score", "id", "taken", title=title)
+        table = Table("rank", "score", "id", "taken", "place", title=title)
         table.add_column("path", overflow="fold")  # a path is what the user copies: never cut it
         for row in rows:
             table.add_row(
-                str(row["rank"]), f"{row['score']:.3f}", str(row["id"]), str(row["taken_at"] or ""), str(row["path"])
+                str(row["rank"]),
+                f"{row['score']:.3f}",
+                str(row["id"]),
+                str(row["taken_at"] or ""),
+                str(row["place"] or ""),
+                str(row["path"]),
             )
         out.print(table)

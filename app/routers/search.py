@@ -57,14 +57,29 @@ async def photo_filter(
         ),
     ] = None,
     near: Annotated[
-        str | None, Query(max_length=100, description="'lat,lon,km': taken within km of this GPS position.")
+        str | None,
+        Query(
+            max_length=200,
+            description="'lat,lon,km' or 'place,km' (Lisbon,25; Lisboa,25): taken within km of this GPS position "
+            "or of the most populous place of that name (offline GeoNames); 422 for an unknown place.",
+        ),
+    ] = None,
+    place: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description="The place names given to the photo's GPS position at index time: city, region or country "
+            "('Lisboa', 'lisbon', 'Portugal', 'Lisbon, Portugal': each comma-separated part must match one), the "
+            "start of a word in any case and with or without accents, or another name of the place (Lisboa, "
+            "Lissabon → Lisbon); 422 with `close_places` when it names no photo's place.",
+        ),
     ] = None,
 ) -> PhotoFilter | None:
     """The photo filter of a request; None when it sets none (the common case: no filter is parsed)."""
-    if taken_after is None and taken_before is None and folder is None and near is None:
+    if all(value is None for value in (taken_after, taken_before, folder, near, place)):
         return None
     try:
-        where = PhotoFilter.parse(taken_after, taken_before, folder, near)
+        where = PhotoFilter.parse(taken_after, taken_before, folder, near, place)
     except FilterError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     return where if where.active else None
@@ -82,7 +97,10 @@ def described(where: PhotoFilter | None) -> dict[str, str] | None:
     if where.folder:
         out["folder"] = where.folder
     if where.near:
-        out["near"] = f"{where.near.latitude},{where.near.longitude},{where.near.km}"
+        centre = where.near.place or f"{where.near.latitude},{where.near.longitude}"
+        out["near"] = f"{centre},{where.near.km}"
+    if where.place:
+        out["place"] = where.place
     return out
 
 

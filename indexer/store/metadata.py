@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,7 +20,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from indexer.folder_names import close_folder_names, matching_folders
 from indexer.photo_metadata import FACTS, PhotoFacts
-from indexer.search_filters import FolderNotFoundError, PhotoFilter, distance_km
+from indexer.places import Place, PlaceNames, place_names
+from indexer.search_filters import FolderNotFoundError, Near, PhotoFilter, PlaceNotFoundError, distance_km
 from indexer.store.migrate import add_missing_columns
 from indexer.store.sql import BATCH, ID_TYPE, SqlStore
 from indexer.store.sql import redact_url as redact_url  # re-exported: callers import them from here
@@ -57,6 +59,9 @@ class ImageRow(Base):
     camera_make: Mapped[str | None] = mapped_column(String(255))
     camera_model: Mapped[str | None] = mapped_column(String(255))
     orientation: Mapped[int | None] = mapped_column(SmallInteger)
+    city: Mapped[str | None] = mapped_column(String(200), index=True)  # issue 36: indexer/places.py
+    region: Mapped[str | None] = mapped_column(String(200))
+    country: Mapped[str | None] = mapped_column(String(200), index=True)
 
 
 @dataclass
@@ -128,8 +133,9 @@ class NewImage(PhotoFacts, _NewImageFields):
 class MetadataStore(SqlStore):
     """The ``images`` table behind a small API; safe to share between threads."""
 
-    def __init__(self, url: str, schema: str | None = None) -> None:
+    def __init__(self, url: str, schema: str | None = None, cache_dir: Path | None = None) -> None:
         super().__init__(url, Base.metadata, schema)
+        self.cache_dir = cache_dir  # where the gazetteer's arrays are kept (indexer/places.py)
         # Indexes made before issue 27 lack the photo-fact columns: added in place (nullable, so instant).
         self.migrated = add_missing_columns(self.engine, Base.metadata.tables["images"], schema)
 
@@ -217,18 +223,20 @@ class MetadataStore(SqlStore):
             clauses.append(ImageRow.taken_at <= where.taken_before)
         if where.folder is not None:
             clauses.append(self._folder_clause(where.folder))
+        if where.place is not None:
+            clauses.append(self._place_clause(where.place))
         columns: list[Any] = [ImageRow.id]
-        if where.near is not None:
-            box = where.near.box()
+        near = self._located(where.near) if where.near is not None else None
+        if near is not None:
+            box = near.box()
             assert box is not None
             clauses += [ImageRow.latitude.between(box[0], box[1]), ImageRow.longitude.between(box[2], box[3])]
             columns += [ImageRow.latitude, ImageRow.longitude]
         query = select(*columns).where(*clauses)
         with self.engine.connect() as connection:  # Core, no ORM rows: 100,000 ids in tens of ms
-            if where.near is None:
+            if near is None:
                 ids = np.fromiter((row[0] for row in connection.execute(query)), dtype=np.int64)
             else:
-                near = where.near
                 found = connection.execute(query).all()
                 ids = np.fromiter(
                     (r[0] for r in found if distance_km(near.latitude, near.longitude, r[1], r[2]) <= near.km),
@@ -254,6 +262,66 @@ class MetadataStore(SqlStore):
             raise FolderNotFoundError(folder, close_folder_names(folder, known))
         return or_(*(ImageRow.folder.in_(found[start : start + BATCH]) for start in range(0, len(found), BATCH)))
 
+    # ------------------------------------------------------------------ places (issue 36)
+    def place_names(self) -> PlaceNames:
+        return place_names(self.cache_dir)
+
+    def _located(self, near: Near) -> Near:
+        """``near`` with its centre looked up when it was given by name (``Lisbon,25``)."""
+        if near.place is None:
+            return near
+        name = near.place.split(",")[0].strip()
+        found = self.place_names().locate(name)
+        if found is None:
+            raise PlaceNotFoundError(f"near: no place called {name[:100]!r} is known (try 'latitude,longitude,km')")
+        return near.located(found[0], found[1])
+
+    def place_values(self) -> dict[str, list[str]]:
+        """The distinct city, region and country names of the indexed photos."""
+        out: dict[str, list[str]] = {}
+        with self.engine.connect() as connection:
+            for name in ("city", "region", "country"):
+                column = getattr(ImageRow, name)
+                query = select(column).where(column.is_not(None)).distinct()
+                out[name] = [str(value) for (value,) in connection.execute(query)]
+        return out
+
+    def _place_clause(self, place: str) -> Any:
+        """Every comma-separated part names the city, region or country: the start of a word of it (folded, as
+        folder names) or another name of it (Lisboa → Lisbon); no photo's place → :class:`PlaceNotFoundError`."""
+        known = self.place_values()
+        names = self.place_names()
+        clauses: list[Any] = []
+        for part in (part.strip() for part in place.split(",")):
+            if not part:
+                continue
+            meant = names.resolve(part)
+            alternatives = []
+            for column, values in known.items():
+                found = [value for value in values if value in meant or matching_folders(part, [value])]
+                if found:
+                    alternatives.append(getattr(ImageRow, column).in_(found))
+            if not alternatives:
+                everything = [value for values in known.values() for value in values]
+                close = close_folder_names(part, everything)
+                hint = f"; places with close names: {', '.join(repr(name) for name in close)}" if close else ""
+                raise PlaceNotFoundError(f"no photo's place matches {part[:100]!r}{hint}", close)
+            clauses.append(or_(*alternatives))
+        return and_(*clauses)
+
+    def unnamed_positions(self) -> list[tuple[int, float, float]]:
+        """``(id, latitude, longitude)`` of photos with GPS but no place name (indexed before issue 36, or far
+        from any place: naming those again costs microseconds)."""
+        query = select(ImageRow.id, ImageRow.latitude, ImageRow.longitude).where(
+            ImageRow.latitude.is_not(None),
+            ImageRow.longitude.is_not(None),
+            ImageRow.city.is_(None),
+            ImageRow.region.is_(None),
+            ImageRow.country.is_(None),
+        )
+        with self.engine.connect() as connection:
+            return [(int(i), float(lat), float(lon)) for i, lat, lon in connection.execute(query)]
+
     def paths_under(self, folder: str) -> list[tuple[int, str]]:
         """``(id, path)`` of the images whose file lies in ``folder`` or below (the folder watcher)."""
         below = folder.rstrip("/") + "/"
@@ -264,6 +332,19 @@ class MetadataStore(SqlStore):
 
     def ids_under(self, folder: str) -> list[int]:
         return [id_ for id_, _ in self.paths_under(folder)]
+
+    def places(self, ids: Sequence[int]) -> dict[int, Place]:
+        """City, region and country of the given ids (``polyglot search``'s answer)."""
+        out: dict[int, Place] = {}
+        unique = sorted({int(i) for i in ids})
+        columns = (ImageRow.id, ImageRow.city, ImageRow.region, ImageRow.country)
+        with self._sessions() as session:
+            for start in range(0, len(unique), BATCH):
+                query = select(*columns).where(ImageRow.id.in_(unique[start : start + BATCH]))
+                out.update(
+                    {int(i): Place(city, region, country) for i, city, region, country in session.execute(query)}
+                )
+        return out
 
     def taken(self, ids: Sequence[int]) -> dict[int, datetime | None]:
         """Capture times of the given ids (sort=date)."""
