@@ -181,6 +181,27 @@ class MetadataStore(SqlStore):
             row = session.scalars(select(ImageRow).where(ImageRow.sha256 == sha256).order_by(ImageRow.id)).first()
             return ImageRecord.from_row(row) if row else None
 
+    def rows_with_sha256(self, hashes: Sequence[str]) -> dict[str, list[tuple[int, str]]]:
+        """``sha256 → [(id, path), …]`` (by id) of the rows with those content hashes."""
+        found: dict[str, list[tuple[int, str]]] = {}
+        unique = list(dict.fromkeys(hashes))
+        with self._sessions() as session:
+            for start in range(0, len(unique), BATCH):
+                chunk = unique[start : start + BATCH]
+                query = select(ImageRow.sha256, ImageRow.id, ImageRow.path).where(ImageRow.sha256.in_(chunk))
+                for sha, id_, path in session.execute(query.order_by(ImageRow.id)):
+                    found.setdefault(sha, []).append((int(id_), str(path)))
+        return found
+
+    def move(self, moves: Sequence[tuple[int, str, str]]) -> None:
+        """Re-point rows to the new path (and folder) of their file, ``(id, path, folder)``, in one transaction:
+        a photo moved or renamed keeps its id, its vector and its user metadata (issue 36)."""
+        with self.transaction() as session:
+            for id_, path, folder in moves:
+                row = session.get(ImageRow, int(id_))
+                if row is not None:
+                    row.path, row.folder = path, folder
+
     def known_sha256(self, hashes: Sequence[str]) -> set[str]:
         """The content hashes among ``hashes`` that some image has."""
         found: set[str] = set()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from indexer.atomic import atomic_write_bytes
+from indexer.file_stamps import FileStamps, Stamp
 from indexer.images import ImageDecodeError, content_hash, decode_image
 from indexer.photo_metadata import PhotoFacts
 from indexer.places import gazetteer
@@ -113,6 +115,8 @@ class PhotoIngest:
             # runs on batch i here (benchmarks/indexing-12mpx.md).
             in_flight = workers + 1 if workers > 1 else PREFETCH_BATCHES
             unsaved: builtins.list[int] = []  # ids added since the last save: undone if the next save fails
+            stamps: dict[str, tuple[Stamp, str]] = {}  # what the folder watcher needs, written once all is saved
+            claimed: set[int] = set()  # rows re-pointed to a moved file in this call (one file each)
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="index-decode") as pool:
                 ahead = [pool.submit(read_and_prepare, batch) for batch in batches[:in_flight]]
                 try:
@@ -128,9 +132,19 @@ class PhotoIngest:
                             if files.facts:
                                 self.name_places([facts for _, facts in files.facts])
                                 state.store.set_facts(files.facts)
-                            records = self.ingest_batch(files.items, report, prepared)
+                            fresh, moved = self.moved_files(files.items, claimed)
+                            report.moved_ids += [id_ for id_, _, _ in moved]
+                            records = self.ingest_batch(fresh, report, prepared)
                             unsaved += [r.id for r in records]
                             report.added += len(records)
+                            kept = [
+                                *files.unchanged,
+                                *((p, sha) for _, p, sha in moved),
+                                *((r.path, r.sha256) for r in records),
+                            ]
+                            stamps.update(
+                                {path: (files.stamps[path], sha) for path, sha in kept if path in files.stamps}
+                            )
                             bar.update(len(batch))
                             bar.set_postfix(added=report.added, skipped=report.skipped, failed=len(report.failed))
                             if time.monotonic() - last_save > checkpoint_seconds:
@@ -139,6 +153,7 @@ class PhotoIngest:
                                 last_save = time.monotonic()
                         maintenance.persist()
                         unsaved.clear()
+                    self.record_stamps(stamps)
                 except (DiskFullError, BackendUnavailableError):
                     # No space (or no backend) for this part: take back its rows and vectors now, so the index on
                     # disk and in SQL is the last saved state; the features are cached, a re-run redoes it fast.
@@ -290,6 +305,53 @@ class PhotoIngest:
             self.roll_back([r.id for r in records], vectors_added=False)
             raise
         return records
+
+    def moved_files(
+        self, items: builtins.list[Item], claimed: set[int]
+    ) -> tuple[builtins.list[Item], builtins.list[tuple[int, str, str]]]:
+        """Files new under their path whose content an indexed photo has at a path that no longer exists: that
+        photo was moved or renamed (or deleted and restored elsewhere). Its row is re-pointed to the new path —
+        same id, vector and user metadata, so links to it (``?photo=<id>``) survive (issue 36) — instead of a new
+        photo being made. Returns the items still to ingest and ``(id, path, sha256)`` of the moved ones."""
+        candidates = [item for item in items if item.replaces is None]
+        if not candidates:
+            return items, []
+        rows = self.state.store.rows_with_sha256([item.sha256 for item in candidates])
+        moves: builtins.list[tuple[int, str, str]] = []
+        rest: builtins.list[Item] = []
+        for item in items:
+            found = item.replaces is None and next(
+                (
+                    id_
+                    for id_, old_path in rows.get(item.sha256, [])
+                    if id_ not in claimed and old_path != str(item.path) and not os.path.lexists(old_path)
+                ),
+                None,
+            )
+            if found:
+                claimed.add(found)
+                moves.append((found, str(item.path), str(item.path.parent)))
+            else:
+                rest.append(item)
+        if moves:
+            self.state.store.move(moves)
+            log.info("photos moved or renamed keep their ids", extra={"moved": len(moves)})
+        shas = {str(item.path): item.sha256 for item in items}
+        return rest, [(id_, path, shas[path]) for id_, path, _ in moves]
+
+    def record_stamps(self, stamps: dict[str, tuple[Stamp, str]]) -> None:
+        """What the folder watcher needs not to read these files again (a catch-up after ``index add``), written
+        once the index has saved them; a hint only (indexer/file_stamps.py), so a failure to write it is logged."""
+        if not stamps:
+            return
+        try:
+            kept = FileStamps(self.state.folder)
+            try:
+                kept.put_many(stamps)
+            finally:
+                kept.close()
+        except sqlite3.Error as exc:
+            log.warning("file stamps not written", extra={"error": str(exc)})
 
     def name_places(self, rows: Sequence[PhotoFacts | dict[str, Any]]) -> None:
         """Fill the city, region and country of the rows (facts, or fact columns) that have a GPS position, from the
