@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,8 @@ class Gazetteer:
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 blob = np.frombuffer("\x00".join(names).encode("utf-8"), dtype=np.uint8)
                 with atomic_open(kept) as handle:
-                    np.savez(handle, names_blob=blob, **arrays)
+                    contents: dict[str, Any] = {"names_blob": blob, **arrays}
+                    np.savez(handle, **contents)
             except OSError as exc:  # a cache: the next process reads the package again
                 log.warning("place names not cached", extra={"path": str(kept), "error": str(exc)})
         return cls(arrays, names)
@@ -128,7 +130,7 @@ class Gazetteer:
         def index(name: str | None) -> int:
             return -1 if not name else table.setdefault(name, len(table))
 
-        arrays = {
+        arrays: dict[str, np.ndarray] = {
             "latitude": np.array([p["latitude"] for p in places], dtype=np.float64),
             "longitude": np.array([p["longitude"] for p in places], dtype=np.float64),
             "population": np.array([p.get("population") or 0 for p in places], dtype=np.int64),

@@ -87,6 +87,7 @@ def register(cli: typer.Typer) -> None:
             from indexer.query.onnx_text_side import load_onnx_text_side
 
             light = load_onnx_text_side(settings)
+        encoder_languages: frozenset[str] | None = None
         try:
             if light is not None:
                 supports, languages, label = light.supports, light.languages, light.label

@@ -340,8 +340,12 @@ class MetadataStore(SqlStore):
             ImageRow.region.is_(None),
             ImageRow.country.is_(None),
         )
+        found: list[tuple[int, float, float]] = []
         with self.engine.connect() as connection:
-            return [(int(i), float(lat), float(lon)) for i, lat, lon in connection.execute(query)]
+            for id_, lat, lon in connection.execute(query):
+                if lat is not None and lon is not None:
+                    found.append((int(id_), float(lat), float(lon)))
+        return found
 
     def paths_under(self, folder: str) -> list[tuple[int, str]]:
         """``(id, path)`` of the images whose file lies in ``folder`` or below (the folder watcher)."""
