@@ -7,6 +7,7 @@ settings.
 
 from __future__ import annotations
 
+import gc
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -57,6 +58,9 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Images of the index that best match QUERY (or --image), best first: rank, score, id and path.
         Filters (dates, folder, place) restrict the search itself: K results come back when K pass them."""
+        # One query, then the process ends: the cyclic collector would only walk the hundreds of thousands of
+        # objects the models' tables and the imports create (a measurable part of a one-shot start-up).
+        gc.disable()
         from indexer.filtered_view import FilteredImages, by_date
         from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
         from indexer.images import ImageDecodeError, load_image

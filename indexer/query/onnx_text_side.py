@@ -47,9 +47,10 @@ class StudentTrunk(E5OnnxEncoder):
 
     name = STUDENT_ENCODER
 
-    def __init__(self, folder: Path, models_dir: Path, variant: E5Variant, device: str) -> None:
+    def __init__(self, folder: Path, models_dir: Path, variant: E5Variant, device: str, cache_dir: Path) -> None:
         super().__init__(models_dir, variant=variant, device=device, export=student_export(folder))
         self.folder = folder
+        self.cache_dir = cache_dir  # where the tokenizer's tables are kept (E5Tokenizer.kept)
 
     def _load(self) -> None:
         # Checking the build's checksums and opening its session run in native code that releases the GIL: in a
@@ -57,7 +58,7 @@ class StudentTrunk(E5OnnxEncoder):
         with ThreadPoolExecutor(1) as pool:
             session = pool.submit(self._open_session)
             weights = E5Weights()
-            tokenizer = E5Tokenizer(weights)
+            tokenizer = E5Tokenizer.kept(weights, self.cache_dir / "tokenizer")
             self._session = session.result()
         self._weights, self._tokenizer = weights, tokenizer
 
@@ -124,7 +125,8 @@ def load_onnx_text_side(settings: Settings) -> OnnxTextSide | None:
     if config.get("image_encoder") != settings.models.image_encoder:
         return None  # the full path names the setting to change
     models_dir = settings.resolved_models_dir
-    trunk = StudentTrunk(folder, models_dir, settings.models.e5_precision, settings.models.device)
+    models = settings.models
+    trunk = StudentTrunk(folder, models_dir, models.e5_precision, models.device, settings.resolved_cache_dir)
     try:
         trunk.load()  # not built, or built from another delta: the full path exports this one
     except (OSError, ModelFileMissingError, ChecksumError):

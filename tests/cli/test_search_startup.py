@@ -15,7 +15,7 @@ import pytest
 from conftest import write_random_images
 from fresh_cli import clean_env, run_polyglot
 
-from indexer.asset_paths import SHIPPED_STUDENT
+from indexer.asset_paths import SHIPPED_STUDENT, STUDENT_TRUNK_DELTA
 from indexer.built_models import is_built
 from indexer.export.registry import student_export
 from indexer.query.onnx_text_side import STUDENT_ENCODER, STUDENT_KIND, load_onnx_text_side
@@ -58,6 +58,8 @@ def test_what_it_reads_of_a_student_folder_is_what_the_student_package_writes() 
 def test_a_text_side_it_cannot_load_is_left_to_the_full_path(tmp_path: Path) -> None:
     other = tmp_path / "student-copy"  # a student whose export (named by its delta's digest) was never built
     shutil.copytree(SHIPPED_STUDENT, other)
+    with (other / STUDENT_TRUNK_DELTA).open("ab") as delta:
+        delta.write(b"retrained")  # another trunk: its digest names no build
     assert load_onnx_text_side(settings_for(tmp_path, tower_path=other)) is None
     assert load_onnx_text_side(settings_for(tmp_path, image_encoder="efficientnet-lite0")) is None
     research = tmp_path / "tower"
