@@ -15,6 +15,7 @@ match — the same answer on SQLite and PostgreSQL, whose own case and accent ru
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
 import unicodedata
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Sequence
 _WORD_SPLIT = re.compile(r"[\W_]+")
 
 
+@functools.lru_cache(maxsize=200_000)  # the same folders and places are folded at every filtered query
 def fold(text: str) -> str:
     """``text`` compared as people read it: NFC, accents stripped, case folded."""
     decomposed = unicodedata.normalize("NFD", text)
