@@ -75,6 +75,7 @@ class PhotoIngest:
     def __init__(self, state: IndexState, maintenance: Maintenance) -> None:
         self.state = state
         self.maintenance = maintenance
+        self._places_checked = False  # name_stored_places ran for this index
 
     # ------------------------------------------------------------------ files
     def add_paths(
@@ -372,7 +373,11 @@ class PhotoIngest:
                     setattr(row, name, value)
 
     def name_stored_places(self) -> None:
-        """Place names for stored rows that have a GPS position and none (indexed before issue 36)."""
+        """Place names for stored rows that have a GPS position and none (indexed before issue 36): once per open
+        index (a watcher adds batch after batch; the rows it adds are named as they come)."""
+        if self._places_checked:
+            return
+        self._places_checked = True
         unnamed = self.state.store.unnamed_positions()
         if not unnamed:
             return

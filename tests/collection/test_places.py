@@ -11,13 +11,18 @@ from pathlib import Path
 
 import pytest
 from api_fixtures import CAPTIONS, fake_engine_factory, service_settings  # noqa: F401
+from conftest import FakeImageEncoder
 from fastapi.testclient import TestClient
 from photo_samples import jpeg, write
 
 from app.main import create_app
 from app.service_settings import ServiceSettings
+from indexer.image_index import ImageIndex
+from indexer.image_sources import expand_sources
+from indexer.image_space import ImageSpace
 from indexer.places import NO_PLACE, Gazetteer, Place, gazetteer, place_names
 from indexer.search_filters import FilterError, Near, PhotoFilter, PlaceNotFoundError, parse_near
+from indexer.settings import Settings
 from indexer.store.metadata import MetadataStore, NewImage, sqlite_url
 
 LISBON, BELEM, PORTO, TOKYO, SEA = (
@@ -172,3 +177,22 @@ def test_places_through_the_cli(tmp_path: Path, library: Path, monkeypatch: pyte
     assert code == 0 and [Path(r["path"]).stem for r in json.loads(output)["results"]] == ["t1"], output
     code, output = invoke("search", "a photo", "--lang", "en", "--place", "Lisbao")
     assert code == 2 and "no photo's place matches 'Lisbao'" in output and "Lisbon" in output, output
+
+
+def test_photos_indexed_before_place_names_get_them_at_the_next_index_add(
+    tmp_settings: Settings, fake_encoder: FakeImageEncoder, library: Path
+) -> None:
+    """An index made before issue 36: its photos with GPS have no place names; the next `index add` (of anything,
+    or nothing) names them from their stored positions, without reading a file."""
+    with ImageIndex.open(tmp_settings, encoder=fake_encoder, image_space=ImageSpace("l2")) as index:
+        index.add_paths(expand_sources([library]).paths, progress=False)
+        rows = {Path(r.path).stem: r.id for r in index.list(limit=100)}
+        index.store.set_facts([(id_, {"city": None, "region": None, "country": None}) for id_ in rows.values()])
+        assert index.store.get(rows["p1"]).city is None  # type: ignore[union-attr]
+    with ImageIndex.open(tmp_settings, encoder=fake_encoder, image_space=ImageSpace("l2")) as index:
+        index.add_paths([], progress=False)
+        assert index.store.places([rows["p1"], rows["n1"]]) == {
+            rows["p1"]: Place("Porto", "Porto", "Portugal"),
+            rows["n1"]: NO_PLACE,
+        }
+        assert index.store.unnamed_positions() == []
