@@ -315,7 +315,8 @@ def assemble(
     cross_lingual = CrossLingualCaptions(
         captions, models.text, models.alignments, models.alignment_encoders, settings.query.caption_search_fallback
     )
-    warm_up_language_detection()
+    warm_up_language_detection()  # caption search: the query's language among all
+    warm_up_language_detection(models.text.languages)  # a search answer's label: among the encoder's
     return Engine(
         settings=settings,
         pipeline=pipeline,

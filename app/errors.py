@@ -4,7 +4,9 @@
   could get (a transient state of this server, not a client mistake: images are bounded before decoding, see
   :mod:`indexer.images`). Without this handler it was a 500, and the worker went on with whatever was left.
 * A query text with nothing visible in it, or over ``POLYGLOT_MAX_QUERY_CHARS`` (the query pipeline's
-  :class:`~indexer.query.QueryTextError`, raised by every text endpoint) → 422 with its message.
+  :class:`~indexer.query.QueryTextError`, raised by every text endpoint) → 422 with its message; so is a photo
+  filter found wrong only once the index is read (a folder name that matches no folder, with ``close_folders``; a
+  place that names no photo's place, with ``close_places``).
 * Validation errors (422) keep FastAPI's ``detail`` list but cap every echoed ``input``: a 2,000-character
   query came back whole, and a multi-kilobyte form field would too.
 * A backend outage (the metadata database or the vector server unreachable, :class:`BackendUnavailableError`
@@ -32,6 +34,7 @@ from sqlalchemy import exc as sa_exc
 from starlette.routing import Match, Mount
 
 from indexer.query.pipeline import QueryTextError
+from indexer.search_filters import FilterError, FolderNotFoundError, PlaceNotFoundError
 from indexer.store.failures import BackendUnavailableError, DiskFullError, first_line, is_disk_full
 
 log = logging.getLogger("app.errors")
@@ -169,11 +172,23 @@ async def bad_query_text(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 
+async def bad_filter(request: Request, exc: Exception) -> JSONResponse:
+    """A photo filter found wrong once the index is read: a folder name that matches no folder (with the names of
+    folders that come close, for a page to offer)."""
+    body: dict[str, Any] = {"detail": str(exc)}
+    if isinstance(exc, FolderNotFoundError):
+        body["close_folders"] = exc.close
+    if isinstance(exc, PlaceNotFoundError) and exc.close:
+        body["close_places"] = exc.close
+    return JSONResponse(body, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
 def install(app: FastAPI, log_interval: float = 10.0) -> None:
     app.state.error_log = ThrottledLog(log, log_interval)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(status.HTTP_405_METHOD_NOT_ALLOWED, method_not_allowed)
     app.add_exception_handler(QueryTextError, bad_query_text)
+    app.add_exception_handler(FilterError, bad_filter)
     app.add_exception_handler(MemoryError, out_of_memory)
     app.add_exception_handler(BackendUnavailableError, backend_unavailable)
     app.add_exception_handler(DiskFullError, disk_full)

@@ -13,8 +13,8 @@ def start_watcher(engine: Engine) -> FolderWatcher:
     second process, no reload). Catching up with what changed while the service was down runs in the watcher's
     thread: the service answers meanwhile."""
 
-    def forget(_report: SyncReport, removed: list[int]) -> None:
-        engine.forget(removed)  # result pages must not show cached metadata of removed images
+    def forget(_report: SyncReport, changed: list[int]) -> None:
+        engine.forget(changed)  # result pages must not show cached metadata of removed or moved images
 
     watcher = FolderWatcher(
         engine.images,

@@ -112,7 +112,9 @@ class ImageIndex:
             sidecar = opening.create_sidecar(folder, encoder, space)
         with translated(folder):  # the database's first connection: an outage is the index's one clear error
             store = MetadataStore(
-                settings.database_url or sqlite_url(folder / DB_NAME), timeout=settings.database_timeout_seconds
+                settings.database_url or sqlite_url(folder / DB_NAME),
+                timeout=settings.database_timeout_seconds,
+                cache_dir=settings.resolved_cache_dir,
             )
         vectors = load_vectors(folder, sidecar, settings.vector_index)
         index = cls(IndexState(folder, settings, encoder, space, sidecar, store, vectors), revisions)

@@ -9,7 +9,9 @@ folder, set by the indexer (:func:`indexer.store.ingest.fact_columns`):
   ``OffsetTime``) gives one, so ``taken_at_utc`` is known only then. Filters compare the local time, as photo
   apps do ("summer 2024" is the summer where the photo was taken).
 * ``latitude``/``longitude``: signed degrees from the GPS IFD, when both are present and in range;
-* ``camera_make``/``camera_model``: stripped strings; ``orientation``: the EXIF orientation tag (1–8).
+* ``camera_make``/``camera_model``: stripped strings; ``orientation``: the EXIF orientation tag (1–8);
+* ``city``/``region``/``country``: the place names of the GPS position, set by the indexer from the offline
+  gazetteer (:mod:`indexer.places`), not read from EXIF.
 
 Unreadable or absurd values are ignored field by field (a file with broken EXIF is still indexed).
 """
@@ -51,6 +53,11 @@ class PhotoFacts:
     camera_make: str | None = None
     camera_model: str | None = None
     orientation: int | None = None
+    # Where, by name (issue 36): the GPS position's city, region and country, from an offline gazetteer at index
+    # time (indexer/places.py); None without GPS or far from any populated place.
+    city: str | None = None
+    region: str | None = None
+    country: str | None = None
 
     @property
     def taken_at_utc(self) -> datetime | None:

@@ -8,10 +8,17 @@ restricted to (:mod:`indexer.store.filtered`).
   ``taken_before`` means the end of that day. They compare with the photo's local capture time (the camera's
   clock, what EXIF records), as photo apps do; a time-zone offset in the value is ignored for that reason.
   Photos without a capture time never pass a date filter.
-* ``folder``: an absolute path keeps the photos in that folder and below it; anything else is a folder name
-  (or a relative sub-path) matched as whole path components anywhere: ``Lisbon`` finds ``…/2024/Lisbon/…``.
-  Case-sensitive, as paths are on Linux (``lisbon`` does not find ``Lisbon``), on SQLite and PostgreSQL alike.
-* ``near``: ``lat,lon,km``: photos whose GPS position is within ``km`` kilometres (great-circle distance).
+* ``folder``: an absolute path keeps the photos in that folder and below it (as typed: a path); anything else is
+  matched as people type it (issue 36, :mod:`indexer.folder_names`): the start of any word of the folder's path,
+  case- and accent-insensitively — ``lisboa`` and ``Lisb`` find ``…/Été à Lisboa/…``, ``ete`` finds ``…/Été/…``.
+  A name that matches no folder is a :class:`FolderNotFoundError` naming the folders that come close.
+* ``near``: ``lat,lon,km``, or ``place,km`` (``Lisbon,25``; any name :mod:`indexer.places` knows, ``Lisboa`` too:
+  the most populous place of that name): photos whose GPS position is within ``km`` kilometres (great-circle
+  distance). A place name is looked up when the filter is applied (:class:`PlaceNotFoundError` when unknown).
+* ``place``: the place names given to a photo's GPS position at index time (issue 36): ``Lisboa``, ``lisbon``,
+  ``Portugal``, ``Lisbon, Portugal`` (every comma-separated part must name the city, region or country), matched
+  like folder names (the start of a word, case and accents ignored) or as another name of the place (Lisboa,
+  Lissabon, 里斯本 → Lisbon). A name that matches no photo's place is a :class:`PlaceNotFoundError` naming close ones.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ import math
 from dataclasses import dataclass
 from datetime import date, datetime, time
 
+from indexer.folder_names import describe_no_match
+
 EARTH_RADIUS_KM = 6371.0088
 
 
@@ -27,11 +36,32 @@ class FilterError(ValueError):
     """A filter value that cannot be understood; the message says what is expected."""
 
 
+class FolderNotFoundError(FilterError):
+    """A folder name that matches no indexed folder; ``close``: names of folders that come close (may be empty)."""
+
+    def __init__(self, folder: str, close: list[str]) -> None:
+        super().__init__(describe_no_match(folder, close))
+        self.folder = folder
+        self.close = close
+
+
+class PlaceNotFoundError(FilterError):
+    """A place name (``place``, or ``near``'s centre) that names no place; ``close``: names that come close."""
+
+    def __init__(self, message: str, close: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.close = close or []
+
+
 @dataclass(frozen=True)
 class Near:
     latitude: float
     longitude: float
     km: float
+    place: str | None = None  # the centre given by name: latitude and longitude are NaN until it is looked up
+
+    def located(self, latitude: float, longitude: float) -> Near:
+        return Near(latitude, longitude, self.km, self.place)
 
     def box(self) -> tuple[float, float, float, float] | None:
         """(lat_min, lat_max, lon_min, lon_max) enclosing the circle; None for the longitude when it wraps."""
@@ -50,10 +80,12 @@ class PhotoFilter:
     taken_before: datetime | None = None
     folder: str | None = None
     near: Near | None = None
+    place: str | None = None
 
     @property
     def active(self) -> bool:
-        return any(value is not None for value in (self.taken_after, self.taken_before, self.folder, self.near))
+        values = (self.taken_after, self.taken_before, self.folder, self.near, self.place)
+        return any(value is not None for value in values)
 
     @classmethod
     def parse(
@@ -62,6 +94,7 @@ class PhotoFilter:
         taken_before: str | None = None,
         folder: str | None = None,
         near: str | None = None,
+        place: str | None = None,
     ) -> PhotoFilter:
         after = parse_when(taken_after, "taken_after", end=False) if taken_after else None
         before = parse_when(taken_before, "taken_before", end=True) if taken_before else None
@@ -70,7 +103,11 @@ class PhotoFilter:
         folder = folder.strip() if folder else None
         if folder is not None and (not folder or "\x00" in folder):
             raise FilterError("folder must be a folder path or name")
-        return cls(after, before, folder.rstrip("/") or "/" if folder else None, parse_near(near) if near else None)
+        place = " ".join(place.split()) if place else None
+        if place is not None and (not place.strip(", ") or "\x00" in place):
+            raise FilterError("place must name a city, region or country, e.g. Lisbon or 'Lisbon, Portugal'")
+        folder_value = folder.rstrip("/") or "/" if folder else None
+        return cls(after, before, folder_value, parse_near(near) if near else None, place)
 
 
 def parse_when(value: str, name: str, *, end: bool) -> datetime:
@@ -88,19 +125,33 @@ def parse_when(value: str, name: str, *, end: bool) -> datetime:
     return moment.replace(tzinfo=None)
 
 
-def parse_near(value: str) -> Near:
-    parts = [part.strip() for part in value.split(",")]
+def _number(text: str) -> float | None:
     try:
-        if len(parts) != 3:
-            raise ValueError
-        lat, lon, km = (float(part) for part in parts)
+        value = float(text)
     except ValueError:
-        raise FilterError(f"near must be 'latitude,longitude,km', e.g. 38.72,-9.14,25, not {value[:100]!r}") from None
-    if not (-90 <= lat <= 90 and -180 <= lon <= 180):
-        raise FilterError("near: latitude must be in [-90, 90] and longitude in [-180, 180]")
+        return None
+    return value if math.isfinite(value) else None
+
+
+def parse_near(value: str) -> Near:
+    """``lat,lon,km`` or ``place,km`` (the place looked up later: :class:`Near` with ``place``)."""
+    parts = [part.strip() for part in value.split(",")]
+    numbers = [_number(part) for part in parts]
+    km = numbers[-1] if len(parts) >= 2 else None
+    expected = "near must be 'latitude,longitude,km' (38.72,-9.14,25) or 'place,km' (Lisbon,25)"
+    if km is None:
+        raise FilterError(f"{expected}, not {value[:100]!r}")
     if not (0 < km <= 20_040):
         raise FilterError("near: the distance must be above 0 and at most 20,040 km (half the Earth's circumference)")
-    return Near(lat, lon, km)
+    if len(parts) == 3 and numbers[0] is not None and numbers[1] is not None:
+        lat, lon = numbers[0], numbers[1]
+        if not (-90 <= lat <= 90 and -180 <= lon <= 180):
+            raise FilterError("near: latitude must be in [-90, 90] and longitude in [-180, 180]")
+        return Near(lat, lon, km)
+    name = ", ".join(part for part in parts[:-1] if part)
+    if not name or any(number is not None for number in numbers[:-1]):
+        raise FilterError(f"{expected}, not {value[:100]!r}")
+    return Near(math.nan, math.nan, km, name)
 
 
 def distance_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
@@ -109,5 +160,3 @@ def distance_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     dp, dl = p2 - p1, math.radians(lon2 - lon1)
     a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
     return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(a)))
-
-

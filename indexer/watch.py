@@ -7,15 +7,17 @@ or a copy writes a file in many steps; a half-written file is never indexed twic
 * a new or changed image file → ``ImageIndex.add_paths`` (its content hash decides: an unchanged file is
   skipped, a changed one replaces its row and vector, as with ``polyglot index add``);
 * a deleted file, or every indexed file below a deleted folder → ``ImageIndex.remove``;
-* a moved or renamed file or folder → its old rows removed, its new paths added (the features cache holds
-  their features: nothing is re-encoded).
+* a moved or renamed file or folder → its rows re-pointed to the new paths: the same ids, vectors and user
+  metadata, so links to the photos survive (issue 36; ``add_paths`` finds the row by content hash whose file is
+  gone); rows still at a gone path afterwards are removed.
 
 Every batch goes through the index's own crash-safe writes (one SQL transaction per batch, vectors persisted
 atomically), so a watcher killed at any point leaves an index that ``open`` reconciles; on start it first
 catches up with what changed while it was not running (:meth:`FolderWatcher.sync`: new files added, rows of
 vanished files removed). That catch-up reads only new and changed files: a file whose size and modification
 time are those the watcher recorded when it last indexed it (:mod:`indexer.file_stamps`), and whose row still
-has the content hash it had then, is not read again.
+has the content hash it had then, is not read again. ``polyglot index add`` records the same stamps
+(``ImageIndex.add_paths``), so the first watcher after it reads nothing it read.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from indexer.file_stamps import FileStamps, Stamp
-from indexer.image_index import AddReport, ImageIndex
+from indexer.image_index import ImageIndex
 from indexer.image_sources import expand_sources, split_storable, storable
 from indexer.images import is_image_path
 from indexer.store.locks import IndexBusyError
@@ -44,11 +46,12 @@ class SyncReport:
     added: int = 0
     removed: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    moved: int = 0  # files under a new path that kept their photo's id
     found: int = 0  # catch-up (sync): image files in the folders …
     read: int = 0  # … and how many of them were read (new or changed since the watcher last saw them)
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.removed or self.failed)
+        return bool(self.added or self.removed or self.failed or self.moved)
 
 
 class _Collector(FileSystemEventHandler):
@@ -85,7 +88,7 @@ class FolderWatcher:
         folders: Sequence[Path],
         *,
         settle: float = 1.0,
-        on_change: Callable[[SyncReport, list[int]], None] | None = None,
+        on_change: Callable[[SyncReport, list[int]], None] | None = None,  # (report, ids removed or moved)
     ) -> None:
         self.index = index
         self.folders = [Path(folder).expanduser().resolve() for folder in folders]
@@ -176,27 +179,31 @@ class FolderWatcher:
         present, odd_names = split_storable(present)  # names that are not UTF-8: reported, never stored
         refused += odd_names
         gone = [path for path in gone if storable(path)]  # such a name was never indexed
+        report = SyncReport()
+        report.failed = refused
+        moved_ids: list[int] = []
+        # New paths first: a file moved or renamed takes its row with it (same id: indexer/store/photo_ingest.py),
+        # so only the rows still at a gone path are removed after.
+        if present:
+            added = self.index.add_paths(sorted(present), progress=False)
+            report.added, report.failed, report.moved = added.added, refused + added.failed, added.moved
+            moved_ids = added.moved_ids
         store = self.index.store
         doomed = [found[0] for found in store.by_paths([str(p) for p in gone]).values()]
         for folder in gone:  # a deleted or moved-away folder: its rows (a file path matches nothing here)
             doomed += store.ids_under(str(folder))
-        report = SyncReport()
         if doomed:
             report.removed = self.index.remove(sorted(set(doomed)))
         self._stamps.forget(str(path) for path in gone)
         for folder in gone:
             self._stamps.forget_under(str(folder))
-        report.failed = refused
-        if present:
-            added = self._add({path: _stamp(path) for path in present})
-            report.added, report.failed = added.added, refused + added.failed
         if report:
             log.info(
                 "folder watcher applied changes",
                 extra={"added": report.added, "removed": report.removed, "failed": len(report.failed)},
             )
             if self.on_change is not None:
-                self.on_change(report, sorted(set(doomed)))
+                self.on_change(report, sorted({*doomed, *moved_ids}))
         return report
 
     def sync(self) -> SyncReport:
@@ -206,6 +213,15 @@ class FolderWatcher:
         sources = expand_sources(self.folders)
         files = sources.paths
         existing = {str(path) for path in files}
+        # New and changed files first: one moved or renamed while nobody watched takes its row with it (same id).
+        todo = self._new_or_changed(files)
+        report.found, report.read = len(files), len(todo)
+        report.failed = list(sources.refused)  # names that are not UTF-8: reported, never stored
+        moved_ids: list[int] = []
+        if todo:
+            added = self.index.add_paths(sorted(todo), progress=False)
+            report.added, report.failed, report.moved = added.added, sources.refused + added.failed, added.moved
+            moved_ids = added.moved_ids
         vanished = [
             (id_, path)
             for folder in self.folders
@@ -216,44 +232,26 @@ class FolderWatcher:
         if doomed:
             report.removed = self.index.remove(doomed)
             self._stamps.forget(path for _, path in vanished)
-        todo = self._new_or_changed(files)
-        report.found, report.read = len(files), len(todo)
-        report.failed = list(sources.refused)
-        if todo:
-            added = self._add(todo)
-            report.added, report.failed = added.added, sources.refused + added.failed
         if report and self.on_change is not None:
-            self.on_change(report, doomed)
+            self.on_change(report, sorted({*doomed, *moved_ids}))
         self.caught_up = report
         return report
 
-    def _new_or_changed(self, files: Sequence[Path]) -> dict[Path, Stamp | None]:
-        """The files to read, with their stamps taken now: those without a stamp, whose size or modification
-        time differ from it, or whose row is gone or holds another content hash than the stamp's."""
+    def _new_or_changed(self, files: Sequence[Path]) -> list[Path]:
+        """The files to read: those without a stamp, whose size or modification time differ from it, or whose row
+        is gone or holds another content hash than the stamp's (stamps are written by ``add_paths``, the
+        watcher's and ``polyglot index add``'s alike)."""
         names = [str(path) for path in files]
         stamps = self._stamps.get_many(names)
         rows = self.index.store.by_paths(names)
-        todo: dict[Path, Stamp | None] = {}
+        todo: list[Path] = []
         for path, name in zip(files, names, strict=True):
             stamp = _stamp(path)
             known, row = stamps.get(name), rows.get(name)
             if stamp is not None and known is not None and row is not None and known == (stamp, row[1]):
                 continue
-            todo[path] = stamp
+            todo.append(path)
         return todo
-
-    def _add(self, todo: dict[Path, Stamp | None]) -> AddReport:
-        """``add_paths`` on the files, then their stamps (taken before they were read) with the hashes indexed."""
-        report = self.index.add_paths(sorted(todo), progress=False)
-        rows = self.index.store.by_paths([str(path) for path in todo])
-        self._stamps.put_many(
-            {
-                str(path): (stamp, rows[str(path)][1])
-                for path, stamp in todo.items()
-                if stamp is not None and str(path) in rows
-            }
-        )
-        return report
 
 
 def _stamp(path: Path) -> Stamp | None:

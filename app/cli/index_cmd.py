@@ -100,8 +100,9 @@ def add(
         if len(report.failed) > 20:
             console.print(f"[yellow]… and {len(report.failed) - 20} more unreadable files[/]")
         console.print(
-            f"added {report.added}, unchanged {report.skipped}, failed {len(report.failed)}; "
-            f"the index holds {len(index)} images"
+            f"added {report.added}, unchanged {report.skipped}, failed {len(report.failed)}"
+            + (f", moved {report.moved} (same ids)" if report.moved else "")
+            + f"; the index holds {len(index)} images"
         )
 
 
@@ -215,7 +216,8 @@ def watch(
 
     def show(report: SyncReport, _removed: list[int]) -> None:
         failed = f", failed {len(report.failed)}" if report.failed else ""
-        console.print(f"added {report.added}, removed {report.removed}{failed}", highlight=False)
+        moved = f", moved {report.moved} (same ids)" if report.moved else ""
+        console.print(f"added {report.added}, removed {report.removed}{moved}{failed}", highlight=False)
         for path, reason in report.failed[:5]:
             console.print(f"  [yellow]skipped[/] {path}: {reason}", highlight=False)
 

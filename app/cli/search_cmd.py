@@ -7,7 +7,9 @@ settings.
 
 from __future__ import annotations
 
+import gc
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +36,20 @@ def register(cli: typer.Typer) -> None:
             None, "--taken-before", help="Taken on/before this ISO 8601 date (whole day) or date-time."
         ),
         folder: str | None = typer.Option(
-            None, "--folder", help="An absolute folder (and below), or a folder name anywhere in the path."
+            None,
+            "--folder",
+            help="An absolute folder (and below), or the start of any folder name in the path, in any case and "
+            "with or without accents (Lisboa finds 'Été à Lisboa').",
         ),
-        near: str | None = typer.Option(None, "--near", help="'lat,lon,km': taken within km of this place."),
+        near: str | None = typer.Option(
+            None, "--near", help="'lat,lon,km' or 'place,km' (Lisbon,25): taken within km of this position or place."
+        ),
+        place: str | None = typer.Option(
+            None,
+            "--place",
+            help="Taken in this city, region or country (named offline at index time): Lisboa, lisbon, Portugal, "
+            "'Lisbon, Portugal'.",
+        ),
         sort: str = typer.Option("score", "--sort", help="score (best first) or date (best matches, newest first)."),
         cutoff: bool = typer.Option(
             False, "--cutoff", help="Stop where results stop standing out from the query's score distribution."
@@ -45,11 +58,13 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Images of the index that best match QUERY (or --image), best first: rank, score, id and path.
         Filters (dates, folder, place) restrict the search itself: K results come back when K pass them."""
+        # One query, then the process ends: the cyclic collector would only walk the hundreds of thousands of
+        # objects the models' tables and the imports create (a measurable part of a one-shot start-up).
+        gc.disable()
         from indexer.filtered_view import FilteredImages, by_date
         from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
         from indexer.images import ImageDecodeError, load_image
-        from indexer.query import ModelsError, QueryPipeline, load_models
-        from indexer.query.pipeline import clean_query, detect_language
+        from indexer.query.pipeline import clean_query, confident_language, warm_up_language_detection
 
         if (query is None) == (image is None):
             raise fail("give a text QUERY or --image PATH (one of them)")
@@ -61,23 +76,50 @@ def register(cli: typer.Typer) -> None:
         if sort not in ("score", "date"):
             raise fail(f"--sort must be 'score' or 'date', not {sort!r}")
         try:
-            where = PhotoFilter.parse(taken_after, taken_before, folder, near)
+            where = PhotoFilter.parse(taken_after, taken_before, folder, near, place)
         except FilterError as exc:
             raise fail(str(exc)) from None
         settings = read_settings()
+        # The language detector's model takes ~0.5 s to load, mostly decompression that lets other threads run:
+        # loaded beside the text side instead of after it.
+        detector = ThreadPoolExecutor(1).submit(warm_up_language_detection) if image is None and not lang else None
+        # A text query without CLC needs only the text side and the index: the student's ONNX trunk and numpy head,
+        # without torch (~3 s of a one-shot command; indexer/query/onnx_text_side.py). Anything else, or a text side
+        # that only the full path can load, takes the query pipeline.
+        light = None
+        if image is None and settings.query.clc == "off":
+            from indexer.query.onnx_text_side import load_onnx_text_side
+
+            light = load_onnx_text_side(settings)
+        encoder_languages: frozenset[str] | None = None
         try:
-            models = load_models(settings)
-            pipeline = QueryPipeline(models, settings)
-            index = ImageIndex.open(
-                settings, image_space=models.image_space, create=False, encoder=models.image_encoder
-            )
-        except (IndexNotFoundError, IndexMismatchError, ModelsError, FileNotFoundError) as exc:
+            if light is not None:
+                supports, languages, label = light.supports, light.languages, light.label
+                encoder_languages = light.trunk.languages
+                index = ImageIndex.open(settings, image_space=light.image_space, create=False)
+            else:
+                from indexer.query import ModelsError, QueryPipeline, load_models
+
+                try:
+                    models = load_models(settings)
+                except ModelsError as exc:
+                    raise fail(str(exc)) from None
+                pipeline = QueryPipeline(models, settings)
+                supports, languages, label = pipeline.supports, pipeline.languages, models.label
+                encoder_languages = models.text.languages
+                index = ImageIndex.open(
+                    settings, image_space=models.image_space, create=False, encoder=models.image_encoder
+                )
+        except (IndexNotFoundError, IndexMismatchError, FileNotFoundError) as exc:
             raise fail(str(exc)) from None
         try:
             if len(index) == 0:
                 raise fail(f"the index in {settings.resolved_index_dir} is empty: run `polyglot index add PATH...`")
             answer: dict[str, Any]
-            searched: Any = FilteredImages.of(index, where) if where.active else index
+            try:
+                searched: Any = FilteredImages.of(index, where) if where.active else index
+            except FilterError as exc:  # a folder or place that matches none: the close ones are named
+                raise fail(str(exc)) from None
             depth = k if sort == "score" else max(k, settings.query.date_sort_pool)
             depth = max(depth, CUTOFF_POOL) if cutoff else depth
             if image is not None:
@@ -88,18 +130,29 @@ def register(cli: typer.Typer) -> None:
                 hits = searched.search(pipeline.embed_images([picture]), depth)[0]
                 answer = {"image": str(image)}
             else:
-                code = lang.strip().lower() if lang else detect_language(text)[0]
-                if lang and not pipeline.supports(code or ""):
-                    supported = ", ".join(pipeline.languages or [])
-                    raise fail(f"unsupported --lang {lang!r}: the text encoder supports {supported}")
-                hits = pipeline.search_texts(searched, [(text, code, depth)])[0]
-                answer = {"query": text, "lang": code, "model": models.label}
+                probability = None
+                if lang:
+                    code: str | None = lang.strip().lower()
+                else:  # a label only when the detector is sure, among the encoder's languages (issue 36)
+                    if detector is not None:
+                        detector.result()
+                    code, probability = confident_language(text, encoder_languages)
+                if lang and not supports(code or ""):
+                    raise fail(f"unsupported --lang {lang!r}: the text encoder supports {', '.join(languages or [])}")
+                if light is not None:
+                    hits = searched.search(light.embed([text]), depth)[0]
+                else:
+                    hits = pipeline.search_texts(searched, [(text, code, depth)])[0]
+                answer = {"query": text, "lang": code, "model": label}
+                if not lang:
+                    answer["lang_probability"] = probability  # the detector's, of its best guess (shown or not)
             if cutoff:
                 hits = hits[: cutoff_count([h.score for h in hits], cutoff_z)]
             hits = by_date(index, list(hits))[:k] if sort == "date" else list(hits)[:k]
             if where.active:
                 answer["matching_images"] = len(searched.allowed)
             taken = index.store.taken([hit.id for hit in hits])
+            places = index.store.places([hit.id for hit in hits])
             paths = {i: path for i, _, path in index.store.id_keys([hit.id for hit in hits])}  # one query
         finally:
             index.close()
@@ -110,6 +163,7 @@ def register(cli: typer.Typer) -> None:
                 "id": hit.id,
                 "path": paths[hit.id],
                 "taken_at": taken[hit.id].isoformat() if taken.get(hit.id) else None,  # type: ignore[union-attr]
+                "place": places[hit.id].label if hit.id in places else None,
             }
             for rank, hit in enumerate((h for h in hits if h.id in paths), start=1)
         ]
@@ -117,10 +171,15 @@ def register(cli: typer.Typer) -> None:
             out.print_json(json.dumps({**answer, "results": rows}, ensure_ascii=False))
             return
         title = f"{answer.get('query') or answer.get('image')}" + (f" ({answer['lang']})" if answer.get("lang") else "")
-        table = Table("rank", "score", "id", "taken", title=title)
+        table = Table("rank", "score", "id", "taken", "place", title=title)
         table.add_column("path", overflow="fold")  # a path is what the user copies: never cut it
         for row in rows:
             table.add_row(
-                str(row["rank"]), f"{row['score']:.3f}", str(row["id"]), str(row["taken_at"] or ""), str(row["path"])
+                str(row["rank"]),
+                f"{row['score']:.3f}",
+                str(row["id"]),
+                str(row["taken_at"] or ""),
+                str(row["place"] or ""),
+                str(row["path"]),
             )
         out.print(table)

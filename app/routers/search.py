@@ -24,7 +24,7 @@ from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, Searc
 from indexer.filtered_view import FilteredImages, by_date
 from indexer.image_index import Hit
 from indexer.query.clc import ClcError, ClcMode
-from indexer.query.pipeline import checked_query, detect_language
+from indexer.query.pipeline import checked_query, confident_language
 from indexer.relevance import DEFAULT_Z, cutoff_count
 from indexer.relevance import POOL as CUTOFF_POOL
 from indexer.search_filters import FilterError, PhotoFilter
@@ -51,18 +51,35 @@ async def photo_filter(
         str | None,
         Query(
             max_length=4096,
-            description="An absolute folder (itself and below) or a folder name matched anywhere in the path.",
+            description="An absolute folder (itself and below), or the start of any word of a folder's path, in "
+            "any case and with or without accents ('lisboa' finds 'Été à Lisboa'); 422 with `close_folders` when "
+            "it matches no folder.",
         ),
     ] = None,
     near: Annotated[
-        str | None, Query(max_length=100, description="'lat,lon,km': taken within km of this GPS position.")
+        str | None,
+        Query(
+            max_length=200,
+            description="'lat,lon,km' or 'place,km' (Lisbon,25; Lisboa,25): taken within km of this GPS position "
+            "or of the most populous place of that name (offline GeoNames); 422 for an unknown place.",
+        ),
+    ] = None,
+    place: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description="The place names given to the photo's GPS position at index time: city, region or country "
+            "('Lisboa', 'lisbon', 'Portugal', 'Lisbon, Portugal': each comma-separated part must match one), the "
+            "start of a word in any case and with or without accents, or another name of the place (Lisboa, "
+            "Lissabon → Lisbon); 422 with `close_places` when it names no photo's place.",
+        ),
     ] = None,
 ) -> PhotoFilter | None:
     """The photo filter of a request; None when it sets none (the common case: no filter is parsed)."""
-    if taken_after is None and taken_before is None and folder is None and near is None:
+    if all(value is None for value in (taken_after, taken_before, folder, near, place)):
         return None
     try:
-        where = PhotoFilter.parse(taken_after, taken_before, folder, near)
+        where = PhotoFilter.parse(taken_after, taken_before, folder, near, place)
     except FilterError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     return where if where.active else None
@@ -80,7 +97,10 @@ def described(where: PhotoFilter | None) -> dict[str, str] | None:
     if where.folder:
         out["folder"] = where.folder
     if where.near:
-        out["near"] = f"{where.near.latitude},{where.near.longitude},{where.near.km}"
+        centre = where.near.place or f"{where.near.latitude},{where.near.longitude}"
+        out["near"] = f"{centre},{where.near.km}"
+    if where.place:
+        out["place"] = where.place
     return out
 
 
@@ -140,9 +160,15 @@ def _language(engine: Engine, q: str, lang: str | None) -> LanguageInfo:
                 "(or leave lang out to detect it)",
             )
         return LanguageInfo(requested=code, used=code, supported=True)
-    detected, probability = detect_language(q)
-    known = engine.pipeline.supports(detected) if detected else None
-    return LanguageInfo(detected=detected, probability=probability, used=detected, supported=known)
+    # Labelled only when the detector is sure, and only with a language the encoder serves (issue 36: single
+    # words were labelled wrongly, "chat" as Quechua, "not supported"); the query is embedded the same either way.
+    detected, probability = confident_language(q, engine.pipeline.models.text.languages)
+    return LanguageInfo(
+        detected=detected,
+        probability=probability,
+        used=detected,
+        supported=engine.pipeline.supports(detected) if detected else None,
+    )
 
 
 FilterDep = Annotated[PhotoFilter | None, Depends(photo_filter)]

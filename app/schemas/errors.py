@@ -23,6 +23,16 @@ class ErrorBody(BaseModel):
     detail: str | list[ValidationIssue] = Field(
         description="What went wrong, in words (or, for request validation errors, one entry per problem)."
     )
+    close_folders: list[str] | None = Field(
+        default=None,
+        max_length=5,
+        description="A `folder` filter that matches no folder: the names of folders that come close (422 only).",
+    )
+    close_places: list[str] | None = Field(
+        default=None,
+        max_length=5,
+        description="A `place` filter that names no photo's place: the place names that come close (422 only).",
+    )
 
 
 _DESCRIPTIONS = {

@@ -36,6 +36,14 @@ class ImageMetadata(BaseModel):
     camera_make: str | None = Field(default=None, max_length=255)
     camera_model: str | None = Field(default=None, max_length=255)
     orientation: int | None = Field(default=None, ge=1, le=8, description="EXIF orientation (1 = upright).")
+    city: str | None = Field(
+        default=None,
+        max_length=200,
+        description="City or town of the GPS position (GeoNames, offline, at index time; the place that best names "
+        "it within 25 km, e.g. Lisbon rather than its quarter).",
+    )
+    region: str | None = Field(default=None, max_length=200, description="First-level region of that place.")
+    country: str | None = Field(default=None, max_length=200, description="Country of that place (English name).")
 
     @classmethod
     def from_record(cls, record: ImageRecord) -> ImageMetadata:

@@ -16,11 +16,27 @@ SCORE_DOC = (
 
 class LanguageInfo(BaseModel):
     requested: str | None = Field(default=None, max_length=16, description="The `lang` parameter, if given.")
-    detected: str | None = Field(default=None, max_length=16, description="Language detected from the query.")
-    probability: float | None = Field(default=None, ge=0, le=1, description="Detector's confidence.")
-    used: str | None = Field(default=None, max_length=16, description="The language the query was treated as.")
+    detected: str | None = Field(
+        default=None,
+        max_length=16,
+        description="Language detected from the query (no `lang` given), only when the detector is confident — "
+        "probability ≥ 0.9 for a single word, ≥ 0.6 for more — and only among the text encoder's languages; "
+        "null otherwise (most single words: 'dog', 'Hund', 'chat' could be many languages). A client may then "
+        "show the user's own language instead.",
+    )
+    probability: float | None = Field(
+        default=None, ge=0, le=1, description="The detector's probability of its best guess (shown or not)."
+    )
+    used: str | None = Field(
+        default=None,
+        max_length=16,
+        description="The language the query was treated as: `requested`, else `detected`; null: none (the text "
+        "encoder embeds the query all the same).",
+    )
     supported: bool | None = Field(
-        default=None, description="Whether the text encoder was trained on that language (None: unknown)."
+        default=None,
+        description="Whether the text encoder was trained on `used` (true for every language it labels); null when "
+        "no language was given or confidently detected. Never false for a query the encoder serves.",
     )
 
 

@@ -7,7 +7,9 @@ module, used by the service, ``polyglot search``, ``polyglot evaluate``, the tag
    languages, shipped in the wheel): on dev captions of en/de/fr/cs/pt/zh/ja/ar/es/uk it was right 99.1 % of the
    time (mean; 96.6 % in the worst language, Chinese) in ~50 µs a query, where langdetect was right 98.4 %
    (95.2 %) in ~1.8 ms, and lingua's high-accuracy mode 99.3 % in ~1.8 ms after 47 s and 1.3 GB of loading
-   (benchmarks/language_detection.md). Deterministic, thread-safe once loaded.
+   (benchmarks/language_detection.md). Deterministic, thread-safe once loaded. A single word is another matter:
+   what a search answer labels is :func:`confident_language` (only when the detector is sure, among the text
+   encoder's languages; issue 36).
 3. **Its vector** (:meth:`QueryPipeline.embed_queries`): every text query, whatever its language (or none
    detected), takes the one text side of :class:`~indexer.query.models.Models` — the shipped student reads the
    ~100 languages of its e5 trunk itself — in one encoder call per batch, through the :class:`QueryCache` (a
@@ -23,18 +25,21 @@ directly. Anything that searches (the image index, an in-memory index in evaluat
 
 from __future__ import annotations
 
+import copy
 import threading
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import numpy as np
 from PIL import Image
 
 from indexer.query.clc import ClcError, ClcMode, Versions, rerank
-from indexer.query.models import Models
 from indexer.settings import Settings
+
+if TYPE_CHECKING:  # the models import torch; the query text's cleaning and language detection do not need it
+    from indexer.query.models import Models
 
 
 # ------------------------------------------------------------------ 1. the text
@@ -74,32 +79,62 @@ def checked_query(text: str, max_chars: int) -> str:
 
 
 # ------------------------------------------------------------------ 2. its language
-_identifier: Any = None
+_identifiers: dict[frozenset[str] | None, Any] = {}
 _lock = threading.Lock()
 
+# How sure the detector must be before a language is shown for a query (issue 36: single words were labelled
+# wrongly 64 times in 120 — "dog" cs, "Hund" da, "chat" qu). Measured with `benchmarks/language_labels.py` on
+# 1,353 single words of 41 languages (the shared lexicons) and 138 short sentences, the detector restricted to the
+# student's languages: a single word reaches 0.9 in 13 % of cases, every one of them right (1.000; at 0.6: 0.968);
+# a sentence reaches 0.6 in 78 % of cases, 99.1 % of them right (at 0.5: 0.943).
+CONFIDENT_WORD = 0.9
+CONFIDENT_TEXT = 0.6
 
-def _load() -> Any:
-    global _identifier
+
+def _load(languages: frozenset[str] | None = None) -> Any:
+    """The detector (among ``languages`` when given): the model is read once (~0.5 s), each restriction is a
+    shallow copy of it over a slice of its tables."""
     with _lock:
-        if _identifier is None:
-            from py3langid.langid import MODEL_FILE, LanguageIdentifier
+        identifier = _identifiers.get(languages)
+        if identifier is None:
+            full = _identifiers.get(None)
+            if full is None:
+                from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
-            _identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-    return _identifier
+                full = _identifiers[None] = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+            identifier = full
+            known = sorted(set(full.nb_classes) & (languages or frozenset()))
+            if known:  # an encoder none of whose languages the detector knows: detected among all
+                identifier = copy.copy(full)
+                identifier.set_languages(known)
+            _identifiers[languages] = identifier
+    return identifier
 
 
-def warm_up_language_detection() -> None:
+def warm_up_language_detection(languages: frozenset[str] | None = None) -> None:
     """Load the model (seconds) before the first query rather than during it."""
-    _load().classify("warm up the language model")
+    _load(languages).classify("warm up the language model")
 
 
-def detect_language(text: str) -> tuple[str | None, float | None]:
-    """``(code, probability)`` of the most likely language, or ``(None, None)`` when nothing can be detected
-    (digits, emoji, punctuation). Tens of microseconds for a query: cheaper than a hop to a thread."""
+def detect_language(text: str, among: frozenset[str] | None = None) -> tuple[str | None, float | None]:
+    """``(code, probability)`` of the most likely language (of ``among`` when given), or ``(None, None)`` when
+    nothing can be detected (digits, emoji, punctuation). Tens of microseconds for a query: cheaper than a hop to
+    a thread. A guess, however unlikely: what a label shows is :func:`confident_language`."""
     if not any(char.isalpha() for char in text):
         return None, None
-    code, probability = _load().classify(text)
+    code, probability = _load(among).classify(text)
     return str(code), round(float(probability), 4)
+
+
+def confident_language(text: str, among: frozenset[str] | None = None) -> tuple[str | None, float | None]:
+    """The query's language when the detector is confident of it (``CONFIDENT_WORD`` for one word,
+    ``CONFIDENT_TEXT`` for more), else None; with the detector's probability of its best guess either way.
+    ``among``: the text encoder's languages — a query is only ever labelled with a language the encoder serves."""
+    code, probability = detect_language(text, among)
+    if code is None or probability is None:
+        return None, None
+    bar = CONFIDENT_WORD if len(text.split()) <= 1 else CONFIDENT_TEXT
+    return (code if probability >= bar else None), probability
 
 
 # ------------------------------------------------------------------ 3. the query cache

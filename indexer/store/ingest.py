@@ -12,6 +12,7 @@ from typing import Any
 
 from PIL import Image
 
+from indexer.file_stamps import Stamp
 from indexer.images import ImageDecodeError, content_hash, register_formats
 from indexer.photo_metadata import PhotoFacts, photo_facts
 from indexer.raw_preview import raw_preview
@@ -40,6 +41,11 @@ class AddReport:
     added: int = 0
     skipped: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    moved_ids: list[int] = field(default_factory=list)  # photos found under a new path, same id (issue 36)
+
+    @property
+    def moved(self) -> int:
+        return len(self.moved_ids)
 
 
 @dataclass
@@ -82,6 +88,10 @@ class FileBatch:
     facts: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # unchanged rows that lacked them
     skipped: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    # What the folder watcher needs not to read a file again (indexer/file_stamps.py): each file's size and
+    # modification time, taken before it was read, and the content hash of the unchanged ones.
+    stamps: dict[str, Stamp] = field(default_factory=dict)
+    unchanged: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256)
 
 
 def read_files(
@@ -97,6 +107,7 @@ def read_files(
     batch = FileBatch()
     for path in paths:
         try:
+            stamp = Stamp.of(os.stat(path))  # before reading: a file written meanwhile no longer matches it
             data = read_bounded(path, max_bytes)
         except FileTooLargeError as exc:
             batch.failed.append((str(path), str(exc)))
@@ -105,9 +116,11 @@ def read_files(
             batch.failed.append((str(path), f"cannot read: {exc.strerror or exc}"))
             continue
         sha = content_hash(data)
+        batch.stamps[str(path)] = stamp
         old = existing.get(str(path))
         if old is not None and old[1] == sha:
             batch.skipped += 1
+            batch.unchanged.append((str(path), sha))
             if old[0] in refresh:
                 batch.facts.append((old[0], fact_columns(path, photo_facts(data))))
             if path in meta:

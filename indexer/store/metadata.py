@@ -11,14 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 from sqlalchemy import JSON, BigInteger, DateTime, Float, Integer, SmallInteger, String, Text, and_, func, or_, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from indexer.folder_names import close_folder_names, matching_folders
 from indexer.photo_metadata import FACTS, PhotoFacts
-from indexer.search_filters import PhotoFilter, distance_km
+from indexer.places import Place, PlaceNames, place_names
+from indexer.search_filters import FolderNotFoundError, Near, PhotoFilter, PlaceNotFoundError, distance_km
 from indexer.store.migrate import add_missing_columns
 from indexer.store.sql import BATCH, ID_TYPE, SqlStore
 from indexer.store.sql import redact_url as redact_url  # re-exported: callers import them from here
@@ -56,6 +59,9 @@ class ImageRow(Base):
     camera_make: Mapped[str | None] = mapped_column(String(255))
     camera_model: Mapped[str | None] = mapped_column(String(255))
     orientation: Mapped[int | None] = mapped_column(SmallInteger)
+    city: Mapped[str | None] = mapped_column(String(200), index=True)  # issue 36: indexer/places.py
+    region: Mapped[str | None] = mapped_column(String(200))
+    country: Mapped[str | None] = mapped_column(String(200), index=True)
 
 
 @dataclass
@@ -127,8 +133,11 @@ class NewImage(PhotoFacts, _NewImageFields):
 class MetadataStore(SqlStore):
     """The ``images`` table behind a small API; safe to share between threads."""
 
-    def __init__(self, url: str, schema: str | None = None, timeout: float | None = None) -> None:
+    def __init__(
+        self, url: str, schema: str | None = None, timeout: float | None = None, cache_dir: Path | None = None
+    ) -> None:
         super().__init__(url, Base.metadata, schema, timeout)
+        self.cache_dir = cache_dir  # where the gazetteer's arrays are kept (indexer/places.py)
         # Indexes made before issue 27 lack the photo-fact columns: added in place (nullable, so instant).
         self.migrated = add_missing_columns(self.engine, Base.metadata.tables["images"], schema)
 
@@ -174,6 +183,27 @@ class MetadataStore(SqlStore):
             row = session.scalars(select(ImageRow).where(ImageRow.sha256 == sha256).order_by(ImageRow.id)).first()
             return ImageRecord.from_row(row) if row else None
 
+    def rows_with_sha256(self, hashes: Sequence[str]) -> dict[str, list[tuple[int, str]]]:
+        """``sha256 → [(id, path), …]`` (by id) of the rows with those content hashes."""
+        found: dict[str, list[tuple[int, str]]] = {}
+        unique = list(dict.fromkeys(hashes))
+        with self._sessions() as session:
+            for start in range(0, len(unique), BATCH):
+                chunk = unique[start : start + BATCH]
+                query = select(ImageRow.sha256, ImageRow.id, ImageRow.path).where(ImageRow.sha256.in_(chunk))
+                for sha, id_, path in session.execute(query.order_by(ImageRow.id)):
+                    found.setdefault(sha, []).append((int(id_), str(path)))
+        return found
+
+    def move(self, moves: Sequence[tuple[int, str, str]]) -> None:
+        """Re-point rows to the new path (and folder) of their file, ``(id, path, folder)``, in one transaction:
+        a photo moved or renamed keeps its id, its vector and its user metadata (issue 36)."""
+        with self.transaction() as session:
+            for id_, path, folder in moves:
+                row = session.get(ImageRow, int(id_))
+                if row is not None:
+                    row.path, row.folder = path, folder
+
     def known_sha256(self, hashes: Sequence[str]) -> set[str]:
         """The content hashes among ``hashes`` that some image has."""
         found: set[str] = set()
@@ -215,25 +245,109 @@ class MetadataStore(SqlStore):
         if where.taken_before is not None:
             clauses.append(ImageRow.taken_at <= where.taken_before)
         if where.folder is not None:
-            clauses.append(_folder_clause(where.folder, self.engine.dialect.name))
+            clauses.append(self._folder_clause(where.folder))
+        if where.place is not None:
+            clauses.append(self._place_clause(where.place))
         columns: list[Any] = [ImageRow.id]
-        if where.near is not None:
-            box = where.near.box()
+        near = self._located(where.near) if where.near is not None else None
+        if near is not None:
+            box = near.box()
             assert box is not None
             clauses += [ImageRow.latitude.between(box[0], box[1]), ImageRow.longitude.between(box[2], box[3])]
             columns += [ImageRow.latitude, ImageRow.longitude]
         query = select(*columns).where(*clauses)
         with self.engine.connect() as connection:  # Core, no ORM rows: 100,000 ids in tens of ms
-            if where.near is None:
+            if near is None:
                 ids = np.fromiter((row[0] for row in connection.execute(query)), dtype=np.int64)
             else:
-                near = where.near
                 found = connection.execute(query).all()
                 ids = np.fromiter(
                     (r[0] for r in found if distance_km(near.latitude, near.longitude, r[1], r[2]) <= near.km),
                     dtype=np.int64,
                 )
         return np.sort(ids)
+
+    def folder_values(self) -> list[str]:
+        """The distinct folders of the indexed photos (one index-only scan of the folder column)."""
+        with self.engine.connect() as connection:
+            query = select(ImageRow.folder).where(ImageRow.folder.is_not(None)).distinct()
+            return [str(folder) for (folder,) in connection.execute(query)]
+
+    def _folder_clause(self, folder: str) -> Any:
+        """An absolute folder: itself and below, as typed (a path). Anything else: the folders whose path has a
+        word starting with it, folded (:mod:`indexer.folder_names`); none → :class:`FolderNotFoundError` with
+        the folders whose names come close."""
+        if folder.startswith("/"):
+            return _subtree_clause(folder, self.engine.dialect.name)
+        known = self.folder_values()
+        found = matching_folders(folder, known)
+        if not found:
+            raise FolderNotFoundError(folder, close_folder_names(folder, known))
+        return or_(*(ImageRow.folder.in_(found[start : start + BATCH]) for start in range(0, len(found), BATCH)))
+
+    # ------------------------------------------------------------------ places (issue 36)
+    def place_names(self) -> PlaceNames:
+        return place_names(self.cache_dir)
+
+    def _located(self, near: Near) -> Near:
+        """``near`` with its centre looked up when it was given by name (``Lisbon,25``)."""
+        if near.place is None:
+            return near
+        name = near.place.split(",")[0].strip()
+        found = self.place_names().locate(name)
+        if found is None:
+            raise PlaceNotFoundError(f"near: no place called {name[:100]!r} is known (try 'latitude,longitude,km')")
+        return near.located(found[0], found[1])
+
+    def place_values(self) -> dict[str, list[str]]:
+        """The distinct city, region and country names of the indexed photos."""
+        out: dict[str, list[str]] = {}
+        with self.engine.connect() as connection:
+            for name in ("city", "region", "country"):
+                column = getattr(ImageRow, name)
+                query = select(column).where(column.is_not(None)).distinct()
+                out[name] = [str(value) for (value,) in connection.execute(query)]
+        return out
+
+    def _place_clause(self, place: str) -> Any:
+        """Every comma-separated part names the city, region or country: the start of a word of it (folded, as
+        folder names) or another name of it (Lisboa → Lisbon); no photo's place → :class:`PlaceNotFoundError`."""
+        known = self.place_values()
+        names = self.place_names()
+        clauses: list[Any] = []
+        for part in (part.strip() for part in place.split(",")):
+            if not part:
+                continue
+            meant = names.resolve(part)
+            alternatives = []
+            for column, values in known.items():
+                found = [value for value in values if value in meant or matching_folders(part, [value])]
+                if found:
+                    alternatives.append(getattr(ImageRow, column).in_(found))
+            if not alternatives:
+                everything = [value for values in known.values() for value in values]
+                close = close_folder_names(part, everything)
+                hint = f"; places with close names: {', '.join(repr(name) for name in close)}" if close else ""
+                raise PlaceNotFoundError(f"no photo's place matches {part[:100]!r}{hint}", close)
+            clauses.append(or_(*alternatives))
+        return and_(*clauses)
+
+    def unnamed_positions(self) -> list[tuple[int, float, float]]:
+        """``(id, latitude, longitude)`` of photos with GPS but no place name (indexed before issue 36, or far
+        from any place: naming those again costs microseconds)."""
+        query = select(ImageRow.id, ImageRow.latitude, ImageRow.longitude).where(
+            ImageRow.latitude.is_not(None),
+            ImageRow.longitude.is_not(None),
+            ImageRow.city.is_(None),
+            ImageRow.region.is_(None),
+            ImageRow.country.is_(None),
+        )
+        found: list[tuple[int, float, float]] = []
+        with self.engine.connect() as connection:
+            for id_, lat, lon in connection.execute(query):
+                if lat is not None and lon is not None:
+                    found.append((int(id_), float(lat), float(lon)))
+        return found
 
     def paths_under(self, folder: str) -> list[tuple[int, str]]:
         """``(id, path)`` of the images whose file lies in ``folder`` or below (the folder watcher)."""
@@ -245,6 +359,19 @@ class MetadataStore(SqlStore):
 
     def ids_under(self, folder: str) -> list[int]:
         return [id_ for id_, _ in self.paths_under(folder)]
+
+    def places(self, ids: Sequence[int]) -> dict[int, Place]:
+        """City, region and country of the given ids (``polyglot search``'s answer)."""
+        out: dict[int, Place] = {}
+        unique = sorted({int(i) for i in ids})
+        columns = (ImageRow.id, ImageRow.city, ImageRow.region, ImageRow.country)
+        with self._sessions() as session:
+            for start in range(0, len(unique), BATCH):
+                query = select(*columns).where(ImageRow.id.in_(unique[start : start + BATCH]))
+                out.update(
+                    {int(i): Place(city, region, country) for i, city, region, country in session.execute(query)}
+                )
+        return out
 
     def taken(self, ids: Sequence[int]) -> dict[int, datetime | None]:
         """Capture times of the given ids (sort=date)."""
@@ -319,29 +446,12 @@ class MetadataStore(SqlStore):
         return sorted(gone)
 
 
-def _folder_clause(folder: str, dialect: str) -> Any:
-    """An absolute folder: itself and below, as a range of the folder index (``X/`` ≤ folder < ``X0``: "0" follows
-    "/" in every collation that sorts by code point, so the B-tree answers it; a LIKE could not use the index on
-    SQLite). PostgreSQL compares in the "C" collation for this (a locale collation may ignore the slashes).
-    Otherwise whole path components anywhere (``Lisbon``): a scan of the folder column.
-    Case-sensitive on every database, as paths are on Linux: ``lisbon`` is another folder than ``Lisbon``.
-    SQLite's LIKE folds ASCII case (PostgreSQL's does not), so SQLite matches names with GLOB instead."""
-    if folder.startswith("/"):
-        if folder == "/":
-            return ImageRow.folder.startswith("/")
-        column: Any = ImageRow.folder.collate("C") if dialect == "postgresql" else ImageRow.folder
-        return or_(ImageRow.folder == folder, and_(column >= folder + "/", column < folder + "0"))
-    name = folder.strip("/")
-    if dialect == "sqlite":
-        literal = "".join(f"[{c}]" if c in "*?[" else c for c in name)  # GLOB's wildcards, matched as themselves
-        return or_(
-            ImageRow.folder.op("GLOB")(f"*/{literal}"),
-            ImageRow.folder.op("GLOB")(f"*/{literal}/*"),
-            ImageRow.folder == folder,
-        )
-    escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return or_(
-        ImageRow.folder.like(f"%/{escaped}", escape="\\"),
-        ImageRow.folder.like(f"%/{escaped}/%", escape="\\"),
-        ImageRow.folder == folder,
-    )
+def _subtree_clause(folder: str, dialect: str) -> Any:
+    """A folder and below, as a range of the folder index (``X/`` ≤ folder < ``X0``: "0" follows "/" in every
+    collation that sorts by code point, so the B-tree answers it; a LIKE could not use the index on SQLite).
+    PostgreSQL compares in the "C" collation for this (a locale collation may ignore the slashes). Case-sensitive,
+    as an absolute path is on Linux."""
+    if folder == "/":
+        return ImageRow.folder.startswith("/")
+    column: Any = ImageRow.folder.collate("C") if dialect == "postgresql" else ImageRow.folder
+    return or_(ImageRow.folder == folder, and_(column >= folder + "/", column < folder + "0"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,8 +29,11 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from indexer.atomic import atomic_write_bytes
+from indexer.file_stamps import FileStamps, Stamp
 from indexer.image_sources import split_storable
 from indexer.images import ImageDecodeError, content_hash, decode_image
+from indexer.photo_metadata import PhotoFacts
+from indexer.places import gazetteer
 from indexer.store.failures import BackendUnavailableError, DiskFullError, translated
 from indexer.store.index_state import IndexState
 from indexer.store.ingest import AddReport, FileBatch, Item, header_size, read_files, upload_suffix
@@ -43,6 +47,10 @@ log = logging.getLogger("indexer.image_index")  # logged under the public class'
 __all__ = ["PREFETCH_BATCHES", "PhotoIngest", "Prepared"]
 
 PREFETCH_BATCHES = 1  # one worker: batches read and decoded ahead of the encoder (memory: one batch of pixels)
+
+
+def fact(row: PhotoFacts | dict[str, Any], name: str) -> Any:
+    return row.get(name) if isinstance(row, dict) else getattr(row, name)
 
 
 def available_cores() -> int:
@@ -68,6 +76,7 @@ class PhotoIngest:
     def __init__(self, state: IndexState, maintenance: Maintenance) -> None:
         self.state = state
         self.maintenance = maintenance
+        self._places_checked = False  # name_stored_places ran for this index
 
     # ------------------------------------------------------------------ files
     def add_paths(
@@ -85,8 +94,10 @@ class PhotoIngest:
         meta = {Path(k).expanduser().resolve(): v for k, v in (metadata or {}).items()}
         with maintenance.writing():
             existing = state.store.by_paths([str(p) for p in unique])
-            # Rows from before the photo facts (EXIF date, GPS, folder) get them from the file when it is met again.
+            # Rows from before the photo facts (EXIF date, GPS, folder) get them from the file when it is met again;
+            # rows with GPS but no place name (from before issue 36) get it from their stored position.
             refresh = state.store.missing_facts([id_ for id_, _ in existing.values()])
+            self.name_stored_places()
             bar = tqdm(total=len(unique), unit="img", desc="indexing", disable=not progress, dynamic_ncols=True)
             last_save = time.monotonic()
             size = state.settings.index.batch_size
@@ -107,6 +118,8 @@ class PhotoIngest:
             # runs on batch i here (benchmarks/indexing-12mpx.md).
             in_flight = workers + 1 if workers > 1 else PREFETCH_BATCHES
             unsaved: builtins.list[int] = []  # ids added since the last save: undone if the next save fails
+            stamps: dict[str, tuple[Stamp, str]] = {}  # what the folder watcher needs, written once all is saved
+            claimed: set[int] = set()  # rows re-pointed to a moved file in this call (one file each)
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="index-decode") as pool:
                 ahead = [pool.submit(read_and_prepare, batch) for batch in batches[:in_flight]]
                 try:
@@ -120,10 +133,21 @@ class PhotoIngest:
                             if files.updates:
                                 state.store.update_many(files.updates)
                             if files.facts:
+                                self.name_places([facts for _, facts in files.facts])
                                 state.store.set_facts(files.facts)
-                            records = self.ingest_batch(files.items, report, prepared)
+                            fresh, moved = self.moved_files(files.items, claimed)
+                            report.moved_ids += [id_ for id_, _, _ in moved]
+                            records = self.ingest_batch(fresh, report, prepared)
                             unsaved += [r.id for r in records]
                             report.added += len(records)
+                            kept = [
+                                *files.unchanged,
+                                *((p, sha) for _, p, sha in moved),
+                                *((r.path, r.sha256) for r in records),
+                            ]
+                            stamps.update(
+                                {path: (files.stamps[path], sha) for path, sha in kept if path in files.stamps}
+                            )
                             bar.update(len(batch))
                             bar.set_postfix(added=report.added, skipped=report.skipped, failed=len(report.failed))
                             if time.monotonic() - last_save > checkpoint_seconds:
@@ -132,6 +156,7 @@ class PhotoIngest:
                                 last_save = time.monotonic()
                         maintenance.persist()
                         unsaved.clear()
+                    self.record_stamps(stamps)
                 except (DiskFullError, BackendUnavailableError):
                     # No space (or no backend) for this part: take back its rows and vectors now, so the index on
                     # disk and in SQL is the last saved state; the features are cached, a re-run redoes it fast.
@@ -278,7 +303,9 @@ class PhotoIngest:
         if not good:
             return []
         replaced = [item.replaces for item in good if item.replaces is not None]
-        records = state.store.insert([item.to_new_image() for item in good], replace_ids=replaced)
+        rows = [item.to_new_image() for item in good]
+        self.name_places(rows)
+        records = state.store.insert(rows, replace_ids=replaced)
         matrix = state.space.apply(np.stack([features[item.sha256] for item in good]))
         try:
             state.add_vectors([r.id for r in records], matrix, replaced)
@@ -288,6 +315,88 @@ class PhotoIngest:
             self.roll_back([r.id for r in records], vectors_added=False)
             raise
         return records
+
+    def moved_files(
+        self, items: builtins.list[Item], claimed: set[int]
+    ) -> tuple[builtins.list[Item], builtins.list[tuple[int, str, str]]]:
+        """Files new under their path whose content an indexed photo has at a path that no longer exists: that
+        photo was moved or renamed (or deleted and restored elsewhere). Its row is re-pointed to the new path —
+        same id, vector and user metadata, so links to it (``?photo=<id>``) survive (issue 36) — instead of a new
+        photo being made. Returns the items still to ingest and ``(id, path, sha256)`` of the moved ones."""
+        candidates = [item for item in items if item.replaces is None]
+        if not candidates:
+            return items, []
+        rows = self.state.store.rows_with_sha256([item.sha256 for item in candidates])
+        moves: builtins.list[tuple[int, str, str]] = []
+        rest: builtins.list[Item] = []
+        for item in items:
+            found = item.replaces is None and next(
+                (
+                    id_
+                    for id_, old_path in rows.get(item.sha256, [])
+                    if id_ not in claimed and old_path != str(item.path) and not os.path.lexists(old_path)
+                ),
+                None,
+            )
+            if found:
+                claimed.add(found)
+                moves.append((found, str(item.path), str(item.path.parent)))
+            else:
+                rest.append(item)
+        if moves:
+            self.state.store.move(moves)
+            log.info("photos moved or renamed keep their ids", extra={"moved": len(moves)})
+        shas = {str(item.path): item.sha256 for item in items}
+        return rest, [(id_, path, shas[path]) for id_, path, _ in moves]
+
+    def record_stamps(self, stamps: dict[str, tuple[Stamp, str]]) -> None:
+        """What the folder watcher needs not to read these files again (a catch-up after ``index add``), written
+        once the index has saved them; a hint only (indexer/file_stamps.py), so a failure to write it is logged."""
+        if not stamps:
+            return
+        try:
+            kept = FileStamps(self.state.folder)
+            try:
+                kept.put_many(stamps)
+            finally:
+                kept.close()
+        except sqlite3.Error as exc:
+            log.warning("file stamps not written", extra={"error": str(exc)})
+
+    def name_places(self, rows: Sequence[PhotoFacts | dict[str, Any]]) -> None:
+        """Fill the city, region and country of the rows (facts, or fact columns) that have a GPS position, from the
+        offline gazetteer (:mod:`indexer.places`; read once per process, ~30 µs a photo after that)."""
+        located = [
+            (row, (fact(row, "latitude"), fact(row, "longitude")))
+            for row in rows
+            if fact(row, "latitude") is not None and fact(row, "longitude") is not None
+        ]
+        if not located:
+            return
+        places = gazetteer(self.state.settings.resolved_cache_dir).name([position for _, position in located])
+        for (row, _), place in zip(located, places, strict=True):
+            for name, value in place.columns().items():
+                if isinstance(row, dict):
+                    row[name] = value
+                else:
+                    setattr(row, name, value)
+
+    def name_stored_places(self) -> None:
+        """Place names for stored rows that have a GPS position and none (indexed before issue 36): once per open
+        index (a watcher adds batch after batch; the rows it adds are named as they come)."""
+        if self._places_checked:
+            return
+        self._places_checked = True
+        unnamed = self.state.store.unnamed_positions()
+        if not unnamed:
+            return
+        columns: list[dict[str, Any]] = [{"latitude": lat, "longitude": lon} for _, lat, lon in unnamed]
+        self.name_places(columns)
+        named = [
+            (id_, {k: v for k, v in row.items() if k in ("city", "region", "country")})
+            for (id_, _, _), row in zip(unnamed, columns, strict=True)
+        ]
+        self.state.store.set_facts([change for change in named if any(change[1].values())])
 
     def roll_back(self, ids: Sequence[int], vectors_added: bool = True) -> None:
         """Undo rows (and their vectors, when ``vectors_added``) whose write could not be completed; best effort:

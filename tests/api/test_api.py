@@ -70,6 +70,12 @@ def test_language_given_detected_and_refused(client: TestClient) -> None:
     assert unsupported["detected"] == "de" and unsupported["supported"] is True
     nothing = client.get("/v1/search", params={"q": "12345"}).json()["language"]
     assert nothing["detected"] is None
+    # A single word the detector cannot be sure of (issue 36: "chat" was Quechua, "not supported"): no label, and
+    # never "not supported" for a query the encoder embeds like any other.
+    for word in ("chat", "dog", "Hund"):
+        unsure = client.get("/v1/search", params={"q": word}).json()["language"]
+        assert unsure["detected"] is None and unsure["used"] is None and unsure["supported"] is None, unsure
+        assert unsure["probability"] is not None and unsure["probability"] < 0.9
     refused = client.get("/v1/search", params={"q": "dog", "lang": "xx"})
     assert refused.status_code == 422
     assert "unsupported lang 'xx'" in refused.json()["detail"] and "de, en, es, fr" in refused.json()["detail"]

@@ -15,7 +15,7 @@ from photo_samples import heic, jpeg, png_alpha, write
 
 from app.main import create_app
 from app.service_settings import ServiceSettings
-from indexer.search_filters import FilterError, PhotoFilter, distance_km
+from indexer.search_filters import FilterError, FolderNotFoundError, PhotoFilter, distance_km
 from indexer.store.filtered import exact_subset_search, filtered_search
 from indexer.store.index_kinds import VectorIndexSettings
 from indexer.store.metadata import MetadataStore, NewImage, sqlite_url
@@ -167,26 +167,42 @@ def _store_filters(store: MetadataStore) -> None:
     rows[4].latitude, rows[4].longitude = PORTO
     ids = [r.id for r in store.insert(rows)]
     assert store.filtered_ids(PhotoFilter(folder="/p/Lisbon")).tolist() == ids[:2]  # not Lisbon2
-    assert store.filtered_ids(PhotoFilter(folder="Lisbon")).tolist() == [ids[0], ids[1], ids[3]]
+    assert store.filtered_ids(PhotoFilter(folder="Lisbon")).tolist() == ids[:4]  # Lisbon2 too: a segment prefix
     assert store.filtered_ids(PhotoFilter(folder="/p/a%b")).tolist() == []  # wildcards are literal
     assert store.filtered_ids(PhotoFilter.parse("2024-01-02", "2024-01-03")).tolist() == ids[1:3]
     assert store.filtered_ids(PhotoFilter.parse(near=f"{PORTO[0]},{PORTO[1]},1")).tolist() == [ids[4]]
-    # Paths are case-sensitive on Linux, and the filter is too, on both stores, by name or by absolute path
-    # (SQLite's LIKE would fold ASCII case, PostgreSQL's does not); wildcard characters match only themselves.
+    # An absolute folder is a path, as typed: case-sensitive; a name is matched as people type it (issue 36): the
+    # start of any word of the path, case- and accent-insensitively, on both stores; wildcards are plain characters.
     more = [
         NewImage(f"/p/{folder}/x.jpg", f"{i + 100:064x}", 4, 3, 10, folder=f"/p/{folder}")
-        for i, folder in enumerate(["y/lisbon", "y/LISBON", "Läden", "läden", "a*b", "axb", "q?", "[x]"])
+        for i, folder in enumerate(
+            ["y/lisbon", "y/LISBON", "Läden", "läden", "a*b", "axb", "q?", "[x]", "Été à Lisboa", "Straße"]
+        )
     ]
     extra = [r.id for r in store.insert(more)]
-    assert store.filtered_ids(PhotoFilter(folder="Lisbon")).tolist() == [ids[0], ids[1], ids[3]]
-    assert store.filtered_ids(PhotoFilter(folder="lisbon")).tolist() == [extra[0]]
+    lisbon_everywhere = sorted([*ids[:4], *extra[:2]])
+    assert store.filtered_ids(PhotoFilter(folder="Lisbon")).tolist() == lisbon_everywhere  # Lisbon2 too: a prefix
+    assert store.filtered_ids(PhotoFilter(folder="lisb")).tolist() == sorted([*lisbon_everywhere, extra[8]])
+    assert store.filtered_ids(PhotoFilter(folder="Lisboa")).tolist() == [extra[8]]  # a later word of a segment
+    assert store.filtered_ids(PhotoFilter(folder="ete")).tolist() == [extra[8]]
+    assert store.filtered_ids(PhotoFilter(folder="ÉTÉ À")).tolist() == [extra[8]]
+    assert store.filtered_ids(PhotoFilter(folder="Ete a lisboa/")).tolist() == [extra[8]]
     assert store.filtered_ids(PhotoFilter(folder="/p/y/LISBON")).tolist() == [extra[1]]
     assert store.filtered_ids(PhotoFilter(folder="/p/LISBON")).tolist() == []
-    assert store.filtered_ids(PhotoFilter(folder="läden")).tolist() == [extra[3]]
+    assert store.filtered_ids(PhotoFilter(folder="laden")).tolist() == extra[2:4]
+    assert store.filtered_ids(PhotoFilter(folder="strasse")).tolist() == [extra[9]]
+    assert store.filtered_ids(PhotoFilter(folder="x/lisbon")).tolist() == [ids[3]]
     assert store.filtered_ids(PhotoFilter(folder="a*b")).tolist() == [extra[4]]
     assert store.filtered_ids(PhotoFilter(folder="a_b")).tolist() == [ids[5]]
     assert store.filtered_ids(PhotoFilter(folder="q?")).tolist() == [extra[6]]
     assert store.filtered_ids(PhotoFilter(folder="[x]")).tolist() == [extra[7]]
+    # Nothing matches: the answer names the folders that come close (inside a word, or spelled alike).
+    for typed, close in (("boa", "Été à Lisboa"), ("Lisbao", "Lisbon"), ("prto", "Porto")):
+        with pytest.raises(FolderNotFoundError) as caught:
+            store.filtered_ids(PhotoFilter(folder=typed))
+        assert close in caught.value.close and close in str(caught.value), (typed, caught.value.close)
+    with pytest.raises(FolderNotFoundError, match=r"no folder matches 'zzz'$"):
+        store.filtered_ids(PhotoFilter(folder="zzz"))
 
 
 def test_filtered_ids_sqlite(tmp_path: Path) -> None:
@@ -200,3 +216,49 @@ def test_filtered_ids_postgres(postgres_url: str, pg_schema: str) -> None:
     store = MetadataStore(postgres_url, schema=pg_schema)
     _store_filters(store)
     store.close()
+
+
+def test_folder_filter_as_people_type_it_through_the_api_and_the_cli(
+    tmp_path: Path,
+    service_settings: ServiceSettings,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 36: `Lisboa` finds `Été à Lisboa`, `ete` finds `Été`, whatever the case and accents; a name that
+    matches nothing is a clear 422 (CLI: one error line) naming the folders that come close."""
+    import json
+
+    from test_search_cli import cli_env, invoke
+
+    from indexer.image_sources import expand_sources
+
+    root = tmp_path / "photos"
+    write(root / "2024" / "Été à Lisboa", "a.jpg", jpeg(seed=1))
+    write(root / "2024" / "Été à Lisboa", "b.jpg", jpeg(seed=2))
+    write(root / "2023" / "Été", "c.jpg", jpeg(seed=3))
+    write(root / "Porto", "d.jpg", jpeg(seed=4))
+    app = create_app(service_settings, fake_engine_factory(expand_sources([root]).paths, CAPTIONS))
+    base = {"q": "a photo", "lang": "en", "k": 10}
+    with TestClient(app, raise_server_exceptions=False) as client:
+        for typed, expected in (
+            ("Lisboa", ["a", "b"]),
+            ("lisb", ["a", "b"]),
+            ("ETE", ["a", "b", "c"]),
+            ("été à", ["a", "b"]),
+        ):
+            answer = client.get("/v1/search", params={**base, "folder": typed})
+            assert answer.status_code == 200, answer.text
+            assert sorted(_names(answer.json())) == expected, typed
+        missing = client.get("/v1/search", params={**base, "folder": "Lisbao"})
+        assert missing.status_code == 422
+        assert missing.json()["close_folders"] == ["Été à Lisboa"]
+        assert "no folder matches 'Lisbao'" in missing.json()["detail"]
+        assert client.post("/v1/search/image", data={"image_id": "1"}, params={"folder": "prto"}).json()[
+            "close_folders"
+        ] == ["Porto"]
+    cli_env.__wrapped__(tmp_path, monkeypatch)  # type: ignore[attr-defined]
+    assert invoke("index", "add", str(root), "-q")[0] == 0
+    code, output = invoke("search", "a photo", "--lang", "en", "--folder", "lisboa", "--json")
+    assert code == 0, output
+    assert sorted(Path(r["path"]).name for r in json.loads(output)["results"]) == ["a.jpg", "b.jpg"]
+    code, output = invoke("search", "a photo", "--lang", "en", "--folder", "Lisbao")
+    assert code == 2 and "no folder matches 'Lisbao'; folders with close names: 'Été à Lisboa'" in output, output

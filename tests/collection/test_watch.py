@@ -20,6 +20,7 @@ from photo_samples import jpeg, write
 from app.main import create_app
 from app.service_settings import ServiceSettings
 from indexer.image_index import ImageIndex
+from indexer.image_sources import expand_sources
 from indexer.image_space import ImageSpace
 from indexer.settings import Settings
 from indexer.watch import FolderWatcher
@@ -125,6 +126,81 @@ def test_a_second_start_reads_only_new_and_changed_files(
         assert (report.found, report.read) == (7, 0)
         (folder / "sub" / "p3.jpg").unlink()
         assert start() == (0, 6, 6)  # a file gone: removed, nothing read
+
+
+def _ids(index: ImageIndex) -> dict[str, int]:
+    return {Path(r.path).name: r.id for r in index.list(limit=1000)}
+
+
+def test_a_renamed_or_moved_photo_keeps_its_id_through_the_watcher(
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
+) -> None:
+    """Issue 36: links (``?photo=<id>``) survive a rename — the row follows its file (same content hash) instead
+    of a new photo being made (renaming made 46 → 47 before), file by file and a whole folder at a time."""
+    folder = tmp_path / "watched"
+    write(folder, "a.jpg", jpeg(seed=1))
+    write(folder / "trip", "b.jpg", jpeg(seed=2))
+    with (
+        ImageIndex.open(tmp_settings, encoder=fake_encoder, image_space=ImageSpace("l2")) as index,
+        FolderWatcher(index, [folder], settle=0.2),
+    ):
+        first = _ids(index)
+        index.store.update(first["a.jpg"], title="keep me")
+        (folder / "a.jpg").rename(folder / "renamed.jpg")
+        eventually(lambda: set(_ids(index)) == {"renamed.jpg", "b.jpg"})
+        assert _ids(index)["renamed.jpg"] == first["a.jpg"]
+        assert index.store.get(first["a.jpg"]).title == "keep me"  # type: ignore[union-attr]
+        (folder / "trip").rename(folder / "Été à Lisboa")  # a folder renamed: its photos keep their ids
+        eventually(lambda: any("Été à Lisboa" in r.path for r in index.list()))
+        moved = index.store.get(first["b.jpg"])
+        assert moved is not None and moved.path.endswith("Été à Lisboa/b.jpg") and moved.folder.endswith("Lisboa")
+        assert sorted(_ids(index).values()) == sorted(first.values()) and len(index) == 2
+
+
+def test_index_add_keeps_the_id_of_a_moved_or_restored_photo(
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
+) -> None:
+    """Without a watcher: `index add` after a rename, a move, or a delete and a restore elsewhere finds the photo's
+    row by its content (its old file gone) and re-points it; a copy (old file still there) is a photo of its own."""
+    folder = tmp_path / "photos"
+    a, b, c = (write(folder, f"{name}.jpg", jpeg(seed=n)) for n, name in enumerate("abc"))
+    with ImageIndex.open(tmp_settings, encoder=fake_encoder, image_space=ImageSpace("l2")) as index:
+        index.add_paths(expand_sources([folder]).paths, progress=False)
+        first = _ids(index)
+        encoded = fake_encoder.encoded
+        a.rename(folder / "a-renamed.jpg")
+        (folder / "2024").mkdir()
+        b.rename(folder / "2024" / "b.jpg")
+        restored = c.read_bytes()
+        c.unlink()  # deleted …
+        write(tmp_path / "restored", "c.jpg", restored)  # … and restored somewhere else
+        shutil.copy(folder / "a-renamed.jpg", folder / "a-copy.jpg")  # a copy: the original is still there
+        report = index.add_paths(expand_sources([folder, tmp_path / "restored"]).paths, progress=False)
+        assert (report.moved, report.added) == (3, 1) and sorted(report.moved_ids) == sorted(first.values())
+        now = _ids(index)
+        assert now["b.jpg"] == first["b.jpg"] and now["c.jpg"] == first["c.jpg"]
+        # Two files with a.jpg's bytes: one of them carries its id on, the other is a new photo.
+        assert first["a.jpg"] in (now["a-renamed.jpg"], now["a-copy.jpg"]) and len(set(now.values())) == 4
+        assert fake_encoder.encoded == encoded  # the copy's features come from the cache
+        assert index.store.get(first["b.jpg"]).folder == str((folder / "2024").resolve())  # type: ignore[union-attr]
+        assert index.add_paths(expand_sources([folder]).paths, progress=False).moved == 0  # a second pass
+
+
+def test_the_first_watch_after_index_add_reads_nothing_again(
+    tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
+) -> None:
+    """`index add` records each file's size and modification time with its content hash, as the watcher does:
+    the first `serve --watch` / `index watch` after it reads only what changed since (issue 36)."""
+    folder = tmp_path / "photos"
+    photos = [write(folder / ("sub" if n % 2 else ""), f"p{n}.jpg", jpeg(seed=n)) for n in range(5)]
+    with ImageIndex.open(tmp_settings, encoder=fake_encoder, image_space=ImageSpace("l2")) as index:
+        index.add_paths(expand_sources([folder]).paths, progress=False)
+        report = FolderWatcher(index, [folder]).sync()
+        assert (report.found, report.read, report.added) == (5, 0, 0)
+        photos[1].rename(folder / "sub" / "p1-renamed.jpg")
+        write(folder, "new.jpg", jpeg(seed=9))
+        report = FolderWatcher(index, [folder]).sync()
+        assert (report.found, report.read, report.added, report.moved, report.removed) == (6, 2, 1, 1, 0)
 
 
 def test_serve_watch_keeps_the_service_in_sync(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from indexer.encoders.e5 import combine_windows, dequantize_q4, length_groups, pad_batch
@@ -34,3 +36,20 @@ def test_length_groups_bound_padding() -> None:
         longest, total = max(lengths[i] for i in group), sum(lengths[i] for i in group)
         assert longest * len(group) <= 1.5 * total
     assert len(groups) == 2  # the short ones together, the long ones together
+
+
+def test_the_tokenizers_kept_tables_are_the_ones_it_builds(tmp_path: Path) -> None:
+    """`polyglot search` reads the tokenizer's tables from the cache (E5Tokenizer.kept): the same tables, the same
+    tokens; a damaged copy is built again."""
+    from indexer.encoders.e5 import E5Tokenizer, E5Weights, tokenizer_tables
+
+    weights = E5Weights()
+    built = E5Tokenizer(weights)
+    first = E5Tokenizer.kept(weights, tmp_path)  # builds and keeps them
+    again = E5Tokenizer.kept(E5Weights(), tmp_path)  # reads them
+    assert again._pieces == built._pieces == tokenizer_tables(weights)[0] and again._stop_at_space is True
+    for text in ("un chien sur la plage", "Ein Hund rennt am Strand.", "里斯本的电车", "a" * 600):
+        assert again.windows([text]) == first.windows([text]) == built.windows([text])
+    (kept,) = tmp_path.glob("*.marshal")
+    kept.write_bytes(b"\x00garbage")
+    assert E5Tokenizer.kept(E5Weights(), tmp_path)._pieces == built._pieces

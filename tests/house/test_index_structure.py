@@ -83,7 +83,13 @@ def test_the_backend_interface_has_only_what_the_index_uses() -> None:
     tree = ast.parse((REPO / "indexer/store/backend.py").read_text(encoding="utf-8"))
     protocol = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "VectorBackend")
     members = {node.name for node in protocol.body if isinstance(node, ast.FunctionDef)} - {"__len__"}
-    users = ["image_index.py", "store/photo_ingest.py", "store/maintenance.py", "store/revisions.py", "store/index_state.py"]
+    users = [
+        "image_index.py",
+        "store/photo_ingest.py",
+        "store/maintenance.py",
+        "store/revisions.py",
+        "store/index_state.py",
+    ]
     users.append("store/vector_files.py")
     used: set[str] = set()
     for name in users:
