@@ -10,6 +10,8 @@ folder, set by the indexer (:func:`indexer.store.ingest.fact_columns`):
   apps do ("summer 2024" is the summer where the photo was taken).
 * ``latitude``/``longitude``: signed degrees from the GPS IFD, when both are present and in range;
 * ``camera_make``/``camera_model``: stripped strings; ``orientation``: the EXIF orientation tag (1–8).
+* ``file_modified_at``: not in the bytes either: the file's modification time (local, naive) when it was indexed,
+  set by the indexer beside ``folder``; the library orders photos without ``taken_at`` by it (issue 36).
 
 Unreadable or absurd values are ignored field by field (a file with broken EXIF is still indexed).
 """
@@ -51,6 +53,7 @@ class PhotoFacts:
     camera_make: str | None = None
     camera_model: str | None = None
     orientation: int | None = None
+    file_modified_at: datetime | None = None
 
     @property
     def taken_at_utc(self) -> datetime | None:

@@ -244,17 +244,48 @@ def duplicates(
         0.85, min=0.5, max=1.0, help="Cosine at or above which two photos are near duplicates (see README)."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the groups as JSON."),
+    keep: int | None = typer.Option(
+        None,
+        "--keep",
+        min=0,
+        help="Mark this photo (id) as the copy to keep among its duplicates (the page's stacks show it; nothing is "
+        "deleted); any other mark in its group is taken off.",
+    ),
+    unmark: int | None = typer.Option(None, "--unmark", min=0, help="Take the keep mark off this photo (id)."),
 ) -> None:
-    """Groups of exact (same bytes) and near-duplicate (re-encoded, resized, cropped) photos."""
+    """Groups of exact (same bytes) and near-duplicate (re-encoded, resized, cropped) photos; the copy marked to
+    keep is listed first, with "keep"."""
+    from indexer.duplicate_stacks import merged_groups
     from indexer.duplicates import find_duplicates
+    from indexer.store.kept_copies import KeptCopies
 
+    if keep is not None and unmark is not None:
+        raise fail("give --keep or --unmark, not both")
     with opened() as index:
         groups = find_duplicates(index, threshold)
+        marks = KeptCopies(index.store)
+        for image_id in (keep, unmark):
+            if image_id is not None and index.get(image_id) is None:
+                raise fail(f"no photo with id {image_id} in the index")
+        if keep is not None:
+            stack = next((ids for ids in merged_groups(groups) if keep in ids), [])
+            marks.keep(keep, stack)
+        if unmark is not None:
+            marks.unmark(unmark)
+        kept = marks.ids()
         paths = {i: p for i, _, p in index.store.id_keys([i for g in groups for i in g.ids])}
+    if keep is not None:
+        console.print(f"photo {keep} marked as the copy to keep")
+    if unmark is not None:
+        console.print(f"photo {unmark}: keep mark taken off")
     rows: list[dict[str, Any]] = [
         {
             "kind": g.kind,
-            "images": [{"id": i, "path": paths.get(i), "score": g.scores.get(i)} for i in g.ids if i in paths],
+            "images": [
+                {"id": i, "path": paths.get(i), "score": g.scores.get(i), "kept": i in kept}
+                for i in sorted(g.ids, key=lambda i: i not in kept)  # the kept copy first
+                if i in paths
+            ],
         }
         for g in groups
     ]
@@ -268,4 +299,5 @@ def duplicates(
         out.print(f"[bold]{number}. {group['kind']}[/] ({len(group['images'])} photos)", highlight=False)
         for image in group["images"]:
             score = f"{image['score']:.3f}" if image["score"] is not None else "same bytes"
-            out.print(f"   {image['id']:>8}  {score:>10}  {image['path']}", highlight=False)
+            mark = "keep" if image["kept"] else ""
+            out.print(f"   {image['id']:>8}  {score:>10}  {mark:<4}  {image['path']}", highlight=False)

@@ -36,6 +36,11 @@ class ImageMetadata(BaseModel):
     camera_make: str | None = Field(default=None, max_length=255)
     camera_model: str | None = Field(default=None, max_length=255)
     orientation: int | None = Field(default=None, ge=1, le=8, description="EXIF orientation (1 = upright).")
+    file_modified_at: datetime | None = Field(
+        default=None,
+        description="The file's modification time when indexed (server-local, no zone): the library orders photos "
+        "without `taken_at` by it (null for photos indexed before it was recorded: `added_at` stands in).",
+    )
 
     @classmethod
     def from_record(cls, record: ImageRecord) -> ImageMetadata:

@@ -71,3 +71,28 @@ def test_polyglot_index_duplicates(tmp_path: Path, library: list[Path], monkeypa
     assert {Path(i["path"]).name for i in groups[1]["images"]} == {"b.jpg", "b_small.jpg"}
     code, output = invoke("index", "duplicates", "--threshold", "0.98")
     assert code == 0 and "exact" in output and "same bytes" in output
+
+
+def test_polyglot_index_duplicates_marks_the_copy_to_keep(
+    tmp_path: Path, library: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: --keep marks a copy (persisted: the next run lists it first, marked), --unmark takes it off."""
+    from test_search_cli import cli_env, invoke
+
+    cli_env.__wrapped__(tmp_path, monkeypatch)  # type: ignore[attr-defined]
+    assert invoke("index", "add", str(library[0].parent), "-q")[0] == 0
+    groups = json.loads(invoke("index", "duplicates", "--threshold", "0.98", "--json")[1])["groups"]
+    small = next(i for i in groups[1]["images"] if Path(i["path"]).name == "b_small.jpg")
+    assert not any(i["kept"] for g in groups for i in g["images"])
+    code, output = invoke("index", "duplicates", "--threshold", "0.98", "--keep", str(small["id"]))
+    assert code == 0 and f"photo {small['id']} marked as the copy to keep" in output
+    assert f"{small['id']:>8}" in output and "keep" in output
+    groups = json.loads(invoke("index", "duplicates", "--threshold", "0.98", "--json")[1])["groups"]
+    assert groups[1]["images"][0] == {**small, "kept": True}  # listed first, marked
+    assert sum(i["kept"] for g in groups for i in g["images"]) == 1
+    code, output = invoke("index", "duplicates", "--unmark", str(small["id"]))
+    assert code == 0 and "keep mark taken off" in output
+    groups = json.loads(invoke("index", "duplicates", "--json")[1])["groups"]
+    assert not any(i["kept"] for g in groups for i in g["images"])
+    code, output = invoke("index", "duplicates", "--keep", "999999")
+    assert code == 2 and "no photo with id 999999" in output
