@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
+
+from app.schemas.images import LocalDateTime
 
 
 class DuplicateImage(BaseModel):
@@ -17,7 +18,7 @@ class DuplicateImage(BaseModel):
     width: int = Field(ge=0)
     height: int = Field(ge=0)
     bytes: int = Field(ge=0)
-    taken_at: datetime | None = None
+    taken_at: LocalDateTime = None
     image_url: str = Field(max_length=200)
     thumbnail_url: str = Field(max_length=200)
     kept: bool = Field(default=False, description="Marked as the copy to keep (PUT /duplicates/keep/{id}).")

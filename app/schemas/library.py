@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from app.schemas.duplicates import StackInfo
-from app.schemas.images import ImageMetadata
+from app.schemas.images import ImageMetadata, LocalDateTime
 
 
 class LibraryPhoto(BaseModel):
     id: int = Field(ge=0)
-    date: datetime | None = Field(
+    date: LocalDateTime = Field(
         description="What the photo is ordered by (local time, no zone): its capture time, else its file's time; "
         "null for photos indexed before file times were recorded (ordered by when they were indexed)."
     )

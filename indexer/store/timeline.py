@@ -68,7 +68,7 @@ class TimelineKey:
     def month_end(cls, year: int, month: int) -> TimelineKey:
         """The key just after the newest moment of ``year-month``: a page from it starts with that month's newest
         photo (or the newest one before it, when the month has none)."""
-        following = datetime(year + month // 12, month % 12 + 1, 1)
+        following = datetime(year + month // 12, month % 12 + 1, 1) if (year, month) < (9999, 12) else datetime.max
         return cls("taken", following, _LAST_ID)
 
 

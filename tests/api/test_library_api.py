@@ -119,6 +119,7 @@ def test_library_filters_and_month_jump(client: TestClient) -> None:
     assert client.get("/v1/library", params={"month": "2023-12"}).json()["results"][0]["metadata"]["filename"] == (
         "cake.jpg"
     )
+    assert client.get("/v1/library", params={"month": "9999-12", "k": 1}).json()["results"][0]["stack"]["count"] == 2
     jumped = client.get("/v1/library", params={"month": "2023-11", "k": 1}).json()
     assert jumped["results"][0]["metadata"]["filename"] == "park.jpg" and jumped["next_cursor"]
 
