@@ -218,7 +218,7 @@ function stackBadge(card, photo) {
   const badge = document.createElement("button");
   badge.type = "button";
   badge.className = "stack-badge";
-  badge.textContent = `⧉ ${photo.stack.count}`;
+  badge.textContent = `${photo.stack.count} copies`;
   badge.title = `${photo.stack.count} near-duplicates of this shot: show them`;
   badge.setAttribute("aria-expanded", "false");
   badge.addEventListener("click", () => {

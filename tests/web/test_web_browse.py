@@ -110,7 +110,7 @@ def test_stacks_unfold_and_a_copy_is_kept(live_server: str, pages) -> None:  # t
     page.goto(live_server + "/")
     page.wait_for_selector(".card .stack-badge")
     (badge,) = page.locator(".stack-badge").all()
-    assert badge.inner_text() == "⧉ 2"
+    assert badge.inner_text() == "2 copies"
     cover = page.locator(".card:has(.stack-badge)").get_attribute("data-id")
     badge.click()
     page.wait_for_selector(".card.member")
