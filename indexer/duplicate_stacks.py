@@ -13,6 +13,7 @@ one small query, per request.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from indexer.duplicates import DEFAULT_THRESHOLD, DuplicateGroup, find_duplicate
 from indexer.image_index import ImageIndex
 from indexer.store.kept_copies import KeptCopies
 from indexer.store.timeline import library_size, timeline_order
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -89,26 +92,59 @@ def merged_groups(groups: Sequence[DuplicateGroup]) -> list[list[int]]:
 
 
 class DuplicateStacks:
-    """The stacks of one open index, recomputed when its photos change; safe to share between threads."""
+    """The stacks of one open index; safe to share between threads.
+
+    The groups are found once, on the first call (blocking: one k-NN search per photo). When photos are added or
+    removed later, the next call starts finding them again in a background thread and answers at once with the
+    groups it has, less the photos removed since: a library that changes under ``serve --watch`` never waits for
+    the search of every photo, and a photo just added is stacked a moment later."""
 
     def __init__(self, index: ImageIndex, threshold: float = DEFAULT_THRESHOLD) -> None:
         self.index = index
         self.threshold = threshold
         self.kept = KeptCopies(index.store)
         self._lock = threading.Lock()
-        self._size: tuple[int, int, int] | None = None
+        self._size: tuple[int, int, int] | None = None  # the library the groups were found in
         self._groups: list[list[int]] = []
         self._stacks: Stacks | None = None
+        self._refresh: threading.Thread | None = None
 
     def current(self) -> Stacks:
-        """The stacks now: the groups found again only if photos were added or removed since the last call."""
+        """The stacks now (the groups as last found, see the class)."""
         size = library_size(self.index.store)
         kept = frozenset(self.kept.ids())
         with self._lock:
-            if size != self._size:
-                groups = merged_groups(find_duplicates(self.index, self.threshold))
-                self._groups = [timeline_order(self.index.store, ids) for ids in groups]
-                self._size, self._stacks = size, None
+            if self._size is None:
+                self._groups, self._size = self._find(), size
+            elif size != self._size and (self._refresh is None or not self._refresh.is_alive()):
+                present = set(self.index.store.ids())
+                self._groups = [[i for i in ids if i in present] for ids in self._groups]
+                self._stacks = None
+                self._refresh = threading.Thread(target=self._find_again, args=(size,), name="stacks", daemon=True)
+                self._refresh.start()
             if self._stacks is None or self._stacks.kept != kept:
                 self._stacks = Stacks.of(self._groups, kept)
             return self._stacks
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Until a background search started by :meth:`current` has finished (tests, shutdown)."""
+        refresh = self._refresh
+        if refresh is not None:
+            refresh.join(timeout)
+
+    def close(self) -> None:
+        """Let a background search finish before the index closes (bounded: it then fails and is logged)."""
+        self.wait(timeout=30)
+
+    def _find(self) -> list[list[int]]:
+        groups = merged_groups(find_duplicates(self.index, self.threshold))
+        return [timeline_order(self.index.store, ids) for ids in groups]
+
+    def _find_again(self, size: tuple[int, int, int]) -> None:
+        try:
+            groups = self._find()
+        except Exception:  # the index closed or failed meanwhile: keep the groups it had, try at the next change
+            log.warning("duplicate stacks: finding the groups again failed", exc_info=True)
+            return
+        with self._lock:
+            self._groups, self._size, self._stacks = groups, size, None

@@ -203,3 +203,28 @@ def test_favicon(client: TestClient) -> None:
     icon = Image.open(io.BytesIO(answer.content))
     assert icon.format == "ICO" and (32, 32) in icon.info["sizes"]
     assert 'rel="icon"' in client.get("/").text
+
+
+def test_stacks_follow_the_library_without_making_a_request_wait(
+    client: TestClient, photo_paths: list[Path], admin_headers: dict[str, str]
+) -> None:
+    """After the first search for duplicates, a change is taken in by a background search: the answer comes at
+    once with the stacks it had (less removed photos), and a new copy is stacked a moment later."""
+    from app.stacking import duplicate_stacks
+
+    first = client.get("/v1/library", params={"k": 1}).json()["results"][0]
+    cover, other = first["stack"]["ids"]
+    tram = next(p for p in photo_paths if p.name == "tram.jpg")
+    copy = io.BytesIO()
+    Image.open(tram).resize((48, 36)).save(copy, "JPEG", quality=60, exif=Image.open(tram).getexif().tobytes())
+    added = client.post("/v1/images", files={"file": ("tram-copy.jpg", copy.getvalue())}, headers=admin_headers)
+    assert added.status_code == 201, added.text
+    # Removed: the beach's cover; its other copy must not stay hidden behind a photo that is gone.
+    assert client.delete(f"/v1/images/{cover}", headers=admin_headers).status_code == 200
+    now = client.get("/v1/library", params={"k": 20}).json()["results"]
+    assert other in [p["id"] for p in now]  # at once, from the groups it had
+    duplicate_stacks(client.app.state.engine).wait(30)  # type: ignore[attr-defined]
+    later = client.get("/v1/library", params={"k": 20}).json()["results"]
+    stacked = {p["metadata"]["filename"]: p["stack"] for p in later if p["stack"]}
+    assert list(stacked) == ["tram-copy.jpg"] and stacked["tram-copy.jpg"]["count"] == 2
+    assert len(later) == 8  # 9 photos - the removed one + the copy, the tram and its copy as one
