@@ -128,8 +128,8 @@ def test_stacks_unfold_and_a_copy_is_kept(live_server: str, pages) -> None:  # t
     assert page.locator(".card:has(.stack-badge)").get_attribute("data-id") == member
     # In search results too: the pair is one result.
     page.goto(live_server + "/?q=a+photo&lang=en")
-    page.wait_for_function("document.getElementById('status').textContent.includes('results of')")
-    assert page.locator(".card").count() == 45 and page.locator(".stack-badge").count() == 1
+    page.wait_for_function("document.querySelectorAll('.card').length === 45")  # pages of 24 fill the screen
+    assert page.locator(".stack-badge").count() == 1
 
 
 def test_a_tall_screen_fills_with_results(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
