@@ -228,3 +228,21 @@ def test_stacks_follow_the_library_without_making_a_request_wait(
     stacked = {p["metadata"]["filename"]: p["stack"] for p in later if p["stack"]}
     assert list(stacked) == ["tram-copy.jpg"] and stacked["tram-copy.jpg"]["count"] == 2
     assert len(later) == 8  # 9 photos - the removed one + the copy, the tram and its copy as one
+
+
+def test_raw_and_avif_open_as_previews(service_settings: ServiceSettings, tmp_path: Path) -> None:
+    """A camera RAW (its embedded preview) and an AVIF come back as JPEGs at their own size (under 1600 px); a
+    large JPEG at 1600 px on its longest side."""
+    from photo_samples import avif, dng
+
+    folder = tmp_path / "formats"
+    raw = write(folder, "camera.dng", dng(jpeg((600, 400), seed=5), taken=datetime(2024, 5, 1, 8)))
+    modern = write(folder, "modern.avif", avif((500, 300), seed=6))
+    large = write(folder, "large.jpg", jpeg((2400, 1800), seed=7))
+    with TestClient(create_app(service_settings, fake_engine_factory([raw, modern, large]))) as formats:
+        photos = {p["metadata"]["filename"]: p for p in formats.get("/v1/library").json()["results"]}
+        for name, size in (("camera.dng", (600, 400)), ("modern.avif", (500, 300)), ("large.jpg", (1600, 1200))):
+            answer = formats.get(photos[name]["preview_url"])
+            assert answer.status_code == 200 and answer.headers["content-type"] == "image/jpeg", name
+            assert Image.open(io.BytesIO(answer.content)).size == size, name
+        assert photos["modern.avif"]["date_source"] == "file" and photos["camera.dng"]["date_source"] == "taken"
