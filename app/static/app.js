@@ -16,6 +16,7 @@ const FILTERS = [  // URL parameter, form field, API parameter
   ["before", "taken-before", "taken_before"],
   ["folder", "folder", "folder"],
   ["near", "near", "near"],
+  ["place", "place", "place"],  // a place name (city, region, country), named offline at index time
   ["sort", "sort", "sort"],
 ];
 
@@ -440,7 +441,9 @@ async function showFacts(id) {
     fact(facts, "Taken", describeDate(meta));
     fact(facts, "Camera", [meta.camera_make, meta.camera_model].filter(Boolean).join(" "));
     if (meta.latitude !== null && meta.longitude !== null) {
-      fact(facts, "Place", `${meta.latitude.toFixed(5)}, ${meta.longitude.toFixed(5)}`);
+      const position = `${meta.latitude.toFixed(5)}, ${meta.longitude.toFixed(5)}`;
+      const names = [meta.city, meta.region, meta.country].filter(Boolean).join(", ");
+      fact(facts, "Place", names ? `${names} (${position})` : position);
       const nearby = document.createElement("button");
       nearby.id = "detail-nearby";
       nearby.type = "button";

@@ -93,6 +93,7 @@ def test_url_state_filters_detail_view_and_back_button(live_server: str, pages) 
     page.go_back()
     page.wait_for_function("!location.search.includes('sort=date')")
     page.wait_for_function("document.getElementById('sort').value === 'score'")
+    page.wait_for_function("!document.querySelector('#results .month')")  # re-rendered: no date headings
     # Similar photos of an open photo: by id, in the URL.
     page.locator(".card").first.click()
     page.wait_for_selector("#detail[open]")
