@@ -30,7 +30,8 @@ from indexer.store.sql import BATCH
 
 DateSource = Literal["taken", "file", "indexed"]
 SEGMENTS: tuple[DateSource, ...] = ("taken", "file", "indexed")
-SCAN_BATCH_MIN = 256  # rows read per batch while a filter or hidden ids skip some (4x the missing rows, at least)
+SCAN_BATCH_MIN = 256  # rows read per batch while a filter or hidden ids skip some (4x the missing rows, at least),
+SCAN_BATCH_MAX = 16_384  # doubled after every batch that left the page short, up to this
 _LAST_ID = 2**62  # above every id: a key at a month's end starts with the month's newest photo
 _CURSOR = re.compile(r"(taken|file|indexed)~([0-9T:.\-]*)~([0-9]{1,19})")
 
@@ -125,9 +126,11 @@ def timeline_page(
     with store.engine.connect() as connection:
         for segment in SEGMENTS[start:]:
             key = after if after is not None and after.segment == segment else None
+            grown = 1
             while len(entries) < wanted:
                 missing = wanted - len(entries)
-                batch = max(4 * missing, SCAN_BATCH_MIN) if skips else missing
+                batch = min(max(4 * missing, SCAN_BATCH_MIN) * grown, SCAN_BATCH_MAX) if skips else missing
+                grown *= 2  # a selective filter: fewer, larger reads
                 rows = connection.execute(_segment_query(segment, key, batch)).all()
                 if not rows:
                     break
@@ -152,10 +155,10 @@ def month_counts(
     ``allowed``, without ``hidden``). Integers from SQL (no date parsed per row), counted with numpy."""
     year, month = extract("year", ImageRow.taken_at), extract("month", ImageRow.taken_at)
     with store.engine.connect() as connection:
-        dated = np.asarray(
-            connection.execute(select(ImageRow.id, year, month).where(ImageRow.taken_at.is_not(None))).all(),
-            dtype=np.int64,
-        ).reshape(-1, 3)
+        rows = connection.execute(select(ImageRow.id, year, month).where(ImageRow.taken_at.is_not(None))).all()
+        # fromiter over the values: numpy's conversion of a list of SQLAlchemy rows takes ~0.3 ms a row
+        dated = np.fromiter((value for row in rows for value in row), dtype=np.int64, count=3 * len(rows))
+        dated = dated.reshape(-1, 3)
         undated_ids = np.fromiter(
             connection.execute(select(ImageRow.id).where(ImageRow.taken_at.is_(None))).scalars(), dtype=np.int64
         )
