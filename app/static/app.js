@@ -344,8 +344,9 @@ async function runSearch(append = false) {
       const l = data.language || {};
       const detected = l.detected ? ` · detected ${l.detected}${l.supported === false ? " (not supported)" : ""}` : "";
       const shown = (append ? shownCount() : 0) + data.results.length;
-      const order = data.sort === "date" ? " that stand out, newest first" : "";
-      setStatus(`${shown} results${order} of ${data.total_images} images${detected}${matching(data)}`);
+      const what = data.sort === "date" ? `${shown} of ${data.total_images} images stand out, newest first`
+        : `${shown} results of ${data.total_images} images`;
+      setStatus(`${what}${detected}${matching(data)}`);
     } else {
       const form = new FormData();
       if (state.file) form.append("file", state.file);
