@@ -163,6 +163,60 @@ def list_images(
     out.print(table)
 
 
+@app.command("timeline")
+def timeline(
+    k: int = typer.Option(30, "--k", min=1, max=10_000, help="Photos to show."),
+    month: str | None = typer.Option(None, "--month", help="Start at this month's newest photo (YYYY-MM)."),
+    cursor: str | None = typer.Option(None, "--cursor", help="Go on from a previous page (the cursor it printed)."),
+    taken_after: str | None = typer.Option(None, "--taken-after", help="Taken on/after this ISO 8601 date(-time)."),
+    taken_before: str | None = typer.Option(None, "--taken-before", help="Taken on/before this date or date-time."),
+    folder: str | None = typer.Option(None, "--folder", help="An absolute folder (and below), or a folder name."),
+    near: str | None = typer.Option(None, "--near", help="'lat,lon,km': taken within km of this place."),
+    as_json: bool = typer.Option(False, "--json", help="JSON: the photos and the next cursor."),
+) -> None:
+    """The library by date, newest first (what the page opens on, GET /library): photos without a capture date
+    after the others, by their file's time, marked "file"."""
+    import re
+
+    from indexer.search_filters import FilterError, PhotoFilter
+    from indexer.store.timeline import CursorError, TimelineKey, timeline_page
+
+    if month is not None and cursor is not None:
+        raise fail("give --month or --cursor, not both")
+    try:
+        after = TimelineKey.decode(cursor) if cursor is not None else None
+        where = PhotoFilter.parse(taken_after, taken_before, folder, near)
+    except (CursorError, FilterError) as exc:
+        raise fail(str(exc)) from None
+    if month is not None:
+        found = re.fullmatch(r"([0-9]{4})-([0-9]{2})", month.strip())
+        if found is None or not 1 <= int(found[2]) <= 12 or int(found[1]) < 1:
+            raise fail(f"--month must be YYYY-MM, e.g. 2024-06, not {month!r}")
+        after = TimelineKey.month_end(int(found[1]), int(found[2]))
+    with opened() as index:
+        allowed = index.store.filtered_ids(where) if where.active else None
+        entries, following = timeline_page(index.store, k, after, allowed)
+        paths = {i: p for i, _, p in index.store.id_keys([e.id for e in entries])}
+    rows = [
+        {"id": e.id, "date": e.moment.isoformat() if e.moment else None, "date_source": e.segment, "path": paths[e.id]}
+        for e in entries
+        if e.id in paths
+    ]
+    next_cursor = following.encode() if following is not None else None
+    if as_json:
+        out.print_json(json.dumps({"photos": rows, "next_cursor": next_cursor}, ensure_ascii=False))
+        return
+    table = Table("date", "from", "id")
+    table.add_column("path", overflow="fold")
+    for row in rows:
+        table.add_row(
+            str(row["date"] or "").replace("T", " "), str(row["date_source"]), str(row["id"]), str(row["path"])
+        )
+    out.print(table)
+    if next_cursor is not None:
+        console.print(f"more: polyglot index timeline --cursor '{next_cursor}'", highlight=False)
+
+
 @app.command("stats")
 def stats(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """Counts, index kind, sizes on disk and in memory, encoder and image space."""
