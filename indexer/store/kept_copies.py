@@ -2,7 +2,8 @@
 
 Marking a copy deletes nothing: it says which one a stack of duplicates shows (the library, search results)
 and which copies ``polyglot index duplicates`` lists as the others. The marks live in their own table
-(``kept_copies``) beside ``images``, created when first opened; a mark whose photo was removed is ignored (ids
+(``kept_copies``) beside ``images``, created when first opened (or at the first mark, when the database was
+read-only then: a service on an index it cannot write still starts, with no marks); a mark whose photo was removed is ignored (ids
 are never reused, so it can never point at another photo) and dropped at the next change.
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from sqlalchemy import DateTime, delete, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from indexer.store.metadata import ImageRow, MetadataStore
@@ -34,10 +36,19 @@ class KeptCopies:
 
     def __init__(self, store: MetadataStore) -> None:
         self.store = store
-        _Base.metadata.create_all(store.engine)
+        try:
+            self._create()
+        except SQLAlchemyError:
+            self._created = False  # read-only (a full disk, a read-only copy): created at the first mark
+
+    def _create(self) -> None:
+        _Base.metadata.create_all(self.store.engine)
+        self._created = True
 
     def ids(self) -> set[int]:
         """Photos marked as the copy to keep that are still in the index."""
+        if not self._created:
+            return set()
         query = select(KeptCopyRow.image_id).join(ImageRow, ImageRow.id == KeptCopyRow.image_id)
         with self.store.engine.connect() as connection:
             return {int(i) for i in connection.execute(query).scalars()}
@@ -46,6 +57,8 @@ class KeptCopies:
         """Mark ``image_id`` as the copy to keep and unmark ``others`` (the rest of its stack), in one
         transaction: one kept copy per stack."""
         others = [int(i) for i in others if int(i) != int(image_id)]
+        if not self._created:
+            self._create()
         with self.store.transaction() as session:
             session.execute(delete(KeptCopyRow).where(~KeptCopyRow.image_id.in_(select(ImageRow.id))))
             if others:
@@ -55,6 +68,8 @@ class KeptCopies:
 
     def unmark(self, image_id: int) -> bool:
         """Take the mark off; whether there was one."""
+        if not self._created:
+            return False
         with self.store.transaction() as session:
             result = session.execute(delete(KeptCopyRow).where(KeptCopyRow.image_id == int(image_id)))
             return bool(getattr(result, "rowcount", 0))

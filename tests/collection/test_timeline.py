@@ -107,3 +107,22 @@ def test_kept_copies_persist_and_ignore_removed_photos(store: MetadataStore) -> 
     assert marks.ids() == {ids[1]}
     assert marks.unmark(ids[1]) and not marks.unmark(ids[1])
     assert marks.ids() == set()
+
+
+def test_kept_copies_on_a_database_it_cannot_write(tmp_path: Path) -> None:
+    """A read-only database (a full disk, a read-only copy): no marks, no failure at opening; the table comes with
+    the first mark once it can be written."""
+    import sqlite3
+
+    store = _store(sqlite_url(tmp_path / "meta.sqlite"))
+    store.close()
+    read_only = MetadataStore(f"sqlite:///file:{tmp_path / 'meta.sqlite'}?mode=ro&uri=true")
+    marks = KeptCopies(read_only)
+    assert marks.ids() == set() and not marks.unmark(1)
+    read_only.close()
+    writable = MetadataStore(sqlite_url(tmp_path / "meta.sqlite"))
+    marks = KeptCopies(writable)
+    marks.keep(writable.ids()[0])
+    assert marks.ids() == {writable.ids()[0]}
+    writable.close()
+    assert sqlite3.connect(tmp_path / "meta.sqlite").execute("SELECT count(*) FROM kept_copies").fetchone() == (1,)
