@@ -126,3 +126,31 @@ def test_kept_copies_on_a_database_it_cannot_write(tmp_path: Path) -> None:
     assert marks.ids() == {writable.ids()[0]}
     writable.close()
     assert sqlite3.connect(tmp_path / "meta.sqlite").execute("SELECT count(*) FROM kept_copies").fetchone() == (1,)
+
+
+def test_a_filter_read_by_id_and_scanned_for_give_the_same_pages(
+    store: MetadataStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small filters are ordered (and their months counted) from their own rows, large ones found by scanning the
+    order: the same pages and counts."""
+    from indexer.store import timeline
+
+    allowed = store.filtered_ids(PhotoFilter.parse(folder="/p"))
+
+    def walk() -> list[tuple[int, str]]:
+        seen, after = [], None
+        for _ in range(10):
+            entries, after = timeline_page(store, 2, after, allowed)
+            seen += [(e.id, e.segment) for e in entries]
+            if after is None:
+                return seen
+        raise AssertionError("no end")
+
+    first = timeline_page(store, 1)[0][0].id
+    direct, direct_months = walk(), month_counts(store, allowed, {first})
+    monkeypatch.setattr(timeline, "DIRECT_MAX", 0)
+    assert walk() == direct and len(direct) == len(ROWS)
+    assert month_counts(store, allowed, {first}) == direct_months
+    months, undated = month_counts(store, None, {first})  # the whole library: SQL's counts less the hidden
+    assert (months, undated) == direct_months and months[0].count == 1
+    assert [i for i, _ in direct] == [e.id for e in timeline_page(store, 20)[0]]
