@@ -38,18 +38,28 @@ from app.middleware import (
     SecurityHeadersMiddleware,
 )
 from app.prometheus_metrics import Metrics
-from app.routers import captions, duplicates, health, images, search, tag
+from app.routers import captions, duplicates, health, images, library, search, tag
 from app.schemas.errors import apply_limits, document_errors
 from app.schemas.search import SCORE_DOC
 from app.service_settings import ServiceSettings
+from app.stacking import load_stacks_component
 from app.watching import FolderWatcher, start_watcher
 
 log = logging.getLogger("app")
 
 STATIC_DIR = Path(__file__).parent / "static"
-ROUTERS: list[APIRouter] = [search.router, captions.router, images.router, duplicates.router, tag.router, health.router]
-STARTUP_HOOKS: list[Callable[[Engine], None]] = [tag.load_tagger_component]
+ROUTERS: list[APIRouter] = [
+    search.router,
+    library.router,
+    captions.router,
+    images.router,
+    duplicates.router,
+    tag.router,
+    health.router,
+]
+STARTUP_HOOKS: list[Callable[[Engine], None]] = [tag.load_tagger_component, load_stacks_component]
 EngineFactory = Callable[[ServiceSettings], Engine]
+FAVICON_CACHE = {"Cache-Control": "public, max-age=604800"}
 
 DESCRIPTION = (
     "Search photos in any language the text encoder covers, find similar images, and caption images from a "
@@ -144,5 +154,10 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        # Every browser asks for it at the root, whatever the page links: a 404 per visit otherwise.
+        return FileResponse(STATIC_DIR / "favicon.ico", media_type="image/x-icon", headers=FAVICON_CACHE)
 
     return app

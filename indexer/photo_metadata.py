@@ -12,6 +12,8 @@ folder, set by the indexer (:func:`indexer.store.ingest.fact_columns`):
 * ``camera_make``/``camera_model``: stripped strings; ``orientation``: the EXIF orientation tag (1–8);
 * ``city``/``region``/``country``: the place names of the GPS position, set by the indexer from the offline
   gazetteer (:mod:`indexer.places`), not read from EXIF.
+* ``file_modified_at``: not in the bytes either: the file's modification time (local, naive) when it was indexed,
+  set by the indexer beside ``folder``; the library orders photos without ``taken_at`` by it (issue 36).
 
 Unreadable or absurd values are ignored field by field (a file with broken EXIF is still indexed).
 """
@@ -58,6 +60,7 @@ class PhotoFacts:
     city: str | None = None
     region: str | None = None
     country: str | None = None
+    file_modified_at: datetime | None = None
 
     @property
     def taken_at_utc(self) -> datetime | None:

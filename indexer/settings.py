@@ -118,6 +118,14 @@ class IndexSettings(BaseSettings):
         default=True, description="Write each photo's thumbnail while indexing, from the same reduced decode."
     )
     thumbnail_size: int = Field(default=256, ge=32, le=1024, description="Longest side of thumbnails (pixels).")
+    preview_size: int = Field(
+        default=1600,
+        ge=256,
+        le=4096,
+        description="Longest side of the JPEG previews the page opens a photo with (made once per photo on request, "
+        "cached beside the thumbnails): HEIC, AVIF and camera RAW shown in any browser, a 12-Mpx JPEG without its "
+        "full download.",
+    )
     watch_dirs: list[Path] = Field(
         default_factory=list,
         description="Folders the service keeps in sync with the index while it runs (`serve --watch`; a JSON list).",
@@ -144,6 +152,13 @@ class QuerySettings(BaseSettings):
 
     date_sort_pool: int = Field(
         default=200, ge=1, le=10_000, description="sort=date: how many of the best matches are ordered by date."
+    )
+    stack_threshold: float = Field(
+        default=0.85,
+        ge=0.5,
+        le=1.0,
+        description="Cosine at or above which photos are one stack in the library and in results (stack=true): "
+        "near-duplicates of a shot (benchmarks/duplicates.md measured 0.85).",
     )
     query_cache_size: int = Field(default=1024, ge=0, le=1_000_000, description="Query vectors kept (LRU); 0 = off.")
     caption_alignments: list[Path] | None = Field(

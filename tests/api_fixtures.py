@@ -117,6 +117,9 @@ def service_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Service
         max_query_chars=200,
         thread_pool_size=2,
         allowed_roots=[tmp_path],  # the photos, and the files tests add by server path
+        # The fake image encoder's features are mean colours, alike for distinct pictures: only exact copies stack
+        # unless a test sets its own threshold (tests/api/test_library_api.py).
+        stack_threshold=1.0,
     )
 
 

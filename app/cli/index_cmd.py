@@ -169,6 +169,60 @@ def list_images(
     out.print(table)
 
 
+@app.command("timeline")
+def timeline(
+    k: int = typer.Option(30, "--k", min=1, max=10_000, help="Photos to show."),
+    month: str | None = typer.Option(None, "--month", help="Start at this month's newest photo (YYYY-MM)."),
+    cursor: str | None = typer.Option(None, "--cursor", help="Go on from a previous page (the cursor it printed)."),
+    taken_after: str | None = typer.Option(None, "--taken-after", help="Taken on/after this ISO 8601 date(-time)."),
+    taken_before: str | None = typer.Option(None, "--taken-before", help="Taken on/before this date or date-time."),
+    folder: str | None = typer.Option(None, "--folder", help="An absolute folder (and below), or a folder name."),
+    near: str | None = typer.Option(None, "--near", help="'lat,lon,km': taken within km of this place."),
+    as_json: bool = typer.Option(False, "--json", help="JSON: the photos and the next cursor."),
+) -> None:
+    """The library by date, newest first (what the page opens on, GET /library): photos without a capture date
+    after the others, by their file's time, marked "file"."""
+    import re
+
+    from indexer.search_filters import FilterError, PhotoFilter
+    from indexer.store.timeline import CursorError, TimelineKey, timeline_page
+
+    if month is not None and cursor is not None:
+        raise fail("give --month or --cursor, not both")
+    try:
+        after = TimelineKey.decode(cursor) if cursor is not None else None
+        where = PhotoFilter.parse(taken_after, taken_before, folder, near)
+    except (CursorError, FilterError) as exc:
+        raise fail(str(exc)) from None
+    if month is not None:
+        found = re.fullmatch(r"([0-9]{4})-([0-9]{2})", month.strip())
+        if found is None or not 1 <= int(found[2]) <= 12 or int(found[1]) < 1:
+            raise fail(f"--month must be YYYY-MM, e.g. 2024-06, not {month!r}")
+        after = TimelineKey.month_end(int(found[1]), int(found[2]))
+    with opened() as index:
+        allowed = index.store.filtered_ids(where) if where.active else None
+        entries, following = timeline_page(index.store, k, after, allowed)
+        paths = {i: p for i, _, p in index.store.id_keys([e.id for e in entries])}
+    rows = [
+        {"id": e.id, "date": e.moment.isoformat() if e.moment else None, "date_source": e.segment, "path": paths[e.id]}
+        for e in entries
+        if e.id in paths
+    ]
+    next_cursor = following.encode() if following is not None else None
+    if as_json:
+        out.print_json(json.dumps({"photos": rows, "next_cursor": next_cursor}, ensure_ascii=False))
+        return
+    table = Table("date", "from", "id")
+    table.add_column("path", overflow="fold")
+    for row in rows:
+        table.add_row(
+            str(row["date"] or "").replace("T", " "), str(row["date_source"]), str(row["id"]), str(row["path"])
+        )
+    out.print(table)
+    if next_cursor is not None:
+        console.print(f"more: polyglot index timeline --cursor '{next_cursor}'", highlight=False)
+
+
 @app.command("stats")
 def stats(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """Counts, index kind, sizes on disk and in memory, encoder and image space."""
@@ -251,17 +305,48 @@ def duplicates(
         0.85, min=0.5, max=1.0, help="Cosine at or above which two photos are near duplicates (see README)."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the groups as JSON."),
+    keep: int | None = typer.Option(
+        None,
+        "--keep",
+        min=0,
+        help="Mark this photo (id) as the copy to keep among its duplicates (the page's stacks show it; nothing is "
+        "deleted); any other mark in its group is taken off.",
+    ),
+    unmark: int | None = typer.Option(None, "--unmark", min=0, help="Take the keep mark off this photo (id)."),
 ) -> None:
-    """Groups of exact (same bytes) and near-duplicate (re-encoded, resized, cropped) photos."""
+    """Groups of exact (same bytes) and near-duplicate (re-encoded, resized, cropped) photos; the copy marked to
+    keep is listed first, with "keep"."""
+    from indexer.duplicate_stacks import merged_groups
     from indexer.duplicates import find_duplicates
+    from indexer.store.kept_copies import KeptCopies
 
+    if keep is not None and unmark is not None:
+        raise fail("give --keep or --unmark, not both")
     with opened() as index:
         groups = find_duplicates(index, threshold)
+        marks = KeptCopies(index.store)
+        for image_id in (keep, unmark):
+            if image_id is not None and index.get(image_id) is None:
+                raise fail(f"no photo with id {image_id} in the index")
+        if keep is not None:
+            stack = next((ids for ids in merged_groups(groups) if keep in ids), [])
+            marks.keep(keep, stack)
+        if unmark is not None:
+            marks.unmark(unmark)
+        kept = marks.ids()
         paths = {i: p for i, _, p in index.store.id_keys([i for g in groups for i in g.ids])}
+    if keep is not None:
+        console.print(f"photo {keep} marked as the copy to keep")
+    if unmark is not None:
+        console.print(f"photo {unmark}: keep mark taken off")
     rows: list[dict[str, Any]] = [
         {
             "kind": g.kind,
-            "images": [{"id": i, "path": paths.get(i), "score": g.scores.get(i)} for i in g.ids if i in paths],
+            "images": [
+                {"id": i, "path": paths.get(i), "score": g.scores.get(i), "kept": i in kept}
+                for i in sorted(g.ids, key=lambda i: i not in kept)  # the kept copy first
+                if i in paths
+            ],
         }
         for g in groups
     ]
@@ -275,4 +360,5 @@ def duplicates(
         out.print(f"[bold]{number}. {group['kind']}[/] ({len(group['images'])} photos)", highlight=False)
         for image in group["images"]:
             score = f"{image['score']:.3f}" if image["score"] is not None else "same bytes"
-            out.print(f"   {image['id']:>8}  {score:>10}  {image['path']}", highlight=False)
+            mark = "keep" if image["kept"] else ""
+            out.print(f"   {image['id']:>8}  {score:>10}  {mark:<4}  {image['path']}", highlight=False)

@@ -50,9 +50,14 @@ def register(cli: typer.Typer) -> None:
             help="Taken in this city, region or country (named offline at index time): Lisboa, lisbon, Portugal, "
             "'Lisbon, Portugal'.",
         ),
-        sort: str = typer.Option("score", "--sort", help="score (best first) or date (best matches, newest first)."),
-        cutoff: bool = typer.Option(
-            False, "--cutoff", help="Stop where results stop standing out from the query's score distribution."
+        sort: str = typer.Option(
+            "score", "--sort", help="score (best first) or date (the matches that pass --cutoff, newest first)."
+        ),
+        cutoff: bool | None = typer.Option(
+            None,
+            "--cutoff/--no-cutoff",
+            help="Stop where results stop standing out from the query's score distribution. Default: on with "
+            "--sort date (a date order of every photo would bury the matches), off with --sort score.",
         ),
         cutoff_z: float = typer.Option(1.5, "--cutoff-z", min=0.0, max=10.0, help="--cutoff: z-score to reach."),
     ) -> None:
@@ -75,6 +80,8 @@ def register(cli: typer.Typer) -> None:
             raise fail(f"no such image file: {image}")
         if sort not in ("score", "date"):
             raise fail(f"--sort must be 'score' or 'date', not {sort!r}")
+        if cutoff is None:
+            cutoff = sort == "date"
         try:
             where = PhotoFilter.parse(taken_after, taken_before, folder, near, place)
         except FilterError as exc:

@@ -44,6 +44,7 @@ FormImageId = Annotated[
 # URL templates (``IMAGE_URL.format(id=42)``): a result page formats them inline, with no call per result.
 IMAGE_URL = "/v1/images/{id}"
 THUMBNAIL_URL = "/v1/images/{id}/thumbnail"
+PREVIEW_URL = "/v1/images/{id}/preview"
 
 
 def image_url(image_id: int) -> str:

@@ -91,15 +91,28 @@ def verified_bytes_or_404(engine: Engine, record: ImageRecord) -> bytes:
 def _thumbnail(engine: Engine, record: ImageRecord) -> FsPath:
     # Usually written by the indexer from its reduced decode (indexer/thumbnails.py); made here when missing.
     size = engine.settings.index.thumbnail_size
+    return _cached_jpeg(engine, record, size, size)
+
+
+def _preview(engine: Engine, record: ImageRecord) -> FsPath:
+    # Decoded only as large as the preview needs: the short side that a longest side of `size` gives.
+    size = engine.settings.index.preview_size
+    short = -(-size * min(record.width, record.height) // max(record.width, record.height, 1))
+    return _cached_jpeg(engine, record, size, max(1, short))
+
+
+def _cached_jpeg(engine: Engine, record: ImageRecord, size: int, min_side: int) -> FsPath:
+    """The JPEG of ``record`` whose longest side is at most ``size``, made once (named by content hash and size,
+    written atomically: concurrent first requests never serve half a file) and served from the cache after."""
     target = thumbnail_path(engine.settings.resolved_cache_dir, record.sha256, size)
     if target.is_file():
         return target
     data = verified_bytes_or_404(engine, record)
     try:
         # The indexed bytes (size and sha256 checked, no link out of the roots), decoded at the reduced size the
-        # thumbnail needs (JPEG DCT scaling / integer reduce), inside the process-wide pixel budget.
+        # JPEG needs (JPEG DCT scaling / integer reduce), inside the process-wide pixel budget.
         with engine.pixels.reserved(data):
-            image = decode_image(data, max_pixels=engine.settings.index.max_image_pixels, min_side=size)
+            image = decode_image(data, max_pixels=engine.settings.index.max_image_pixels, min_side=min_side)
             encoded = thumbnail_bytes(image, size)
             del image
     except ImageDecodeError as exc:
@@ -147,6 +160,24 @@ _THUMBNAIL_ROUTE = {
 async def get_thumbnail(engine: EngineDep, image_id: ImageId) -> FileResponse:
     record = await record_or_404(engine, image_id)
     path = await engine.run(_thumbnail, engine, record)
+    return FileResponse(path, media_type="image/jpeg", headers=_CACHE | IMAGE_HEADERS)
+
+
+_PREVIEW_ROUTE = {
+    "summary": "A medium-size JPEG preview (cached)",
+    "description": "The photo as a JPEG whose longest side is at most POLYGLOT_PREVIEW_SIZE (default 1600 px), "
+    "whatever its format: HEIC, AVIF and camera RAW photos open in any browser, large JPEGs without their full "
+    "download. Made on the first request, then served from the cache (same checks as the file).",
+    "response_class": FileResponse,
+    "responses": {200: {"content": {"image/jpeg": {"schema": {"type": "string", "format": "binary"}}}}},
+}
+
+
+@router.head("/images/{image_id}/preview", operation_id="head_preview", **_PREVIEW_ROUTE)  # type: ignore[arg-type]
+@router.get("/images/{image_id}/preview", operation_id="get_preview", **_PREVIEW_ROUTE)  # type: ignore[arg-type]
+async def get_preview(engine: EngineDep, image_id: ImageId) -> FileResponse:
+    record = await record_or_404(engine, image_id)
+    path = await engine.run(_preview, engine, record)
     return FileResponse(path, media_type="image/jpeg", headers=_CACHE | IMAGE_HEADERS)
 
 

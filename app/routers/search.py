@@ -5,8 +5,12 @@ parameters: the page (k, offset, min_score), the relevance cut-off, and the phot
 (:mod:`indexer.store.filtered`): ``k`` results come back whenever ``k`` images pass it. A filtered text query
 runs in the thread pool rather than through the micro-batcher (its batch shares one unfiltered search).
 ``sort=date`` orders the best ``POLYGLOT_DATE_SORT_POOL`` hits (after filters and ``min_score``) by capture
-time, newest first, photos without a date last, and pages through them. No filter given: the dependency
-answers None and the search is the plain one.
+time, newest first, photos without a date last, and pages through them; it implies the relevance cut-off
+(``cutoff=auto``, issue 36: ordered by date, a list must hold only what matched, not every photo of the pool)
+unless ``cutoff=off`` is given. No filter given: the dependency answers None and the search is the plain one.
+
+**Stacks** (issue 36): ``stack=true`` shows near-duplicates of a shot once, where the best-ranked of them is,
+with the others in ``stack`` (:mod:`indexer.duplicate_stacks`).
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, 
 
 from app.engine import Engine, EngineDep
 from app.language_names import language_names
-from app.routers.common import IMAGE_URL, THUMBNAIL_URL, FormImageId, record_or_404, upload_vector
+from app.routers.common import IMAGE_URL, PREVIEW_URL, THUMBNAIL_URL, FormImageId, record_or_404, upload_vector
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
+from app.stacking import current_stacks, stack_info
+from indexer.duplicate_stacks import Stacks
 from indexer.filtered_view import FilteredImages, by_date
 from indexer.image_index import Hit
 from indexer.query.clc import ClcError, ClcMode
@@ -34,7 +40,8 @@ Sort = Literal["score", "date"]
 SortParam = Annotated[
     Sort,
     Query(
-        description="'score': best match first (default); 'date': the best matches ordered by capture time, newest first."
+        description="'score': best match first (default); 'date': the best matches ordered by capture time, newest "
+        "first, only those that pass the relevance cut-off (cutoff=auto implied; cutoff=off lists the whole pool)."
     ),
 ]
 
@@ -120,10 +127,11 @@ MinScoreParam = Annotated[
     float | None, Query(ge=-1.0, le=1.0, description="Drop results scoring below this cosine similarity.")
 ]
 CutoffParam = Annotated[
-    Literal["off", "auto"],
+    Literal["off", "auto"] | None,
     Query(
         description="'auto': stop the results where they stop standing out from the query's own score distribution "
-        "(z-score over its best 100 candidates, per query and language; measured in benchmarks/relevance_cutoff.md)."
+        "(z-score over its best 100 candidates, per query and language; measured in benchmarks/relevance_cutoff.md). "
+        "Absent: 'auto' with sort=date, 'off' with sort=score."
     ),
 ]
 CutoffZParam = Annotated[
@@ -131,8 +139,29 @@ CutoffZParam = Annotated[
 ]
 
 
-def _cutoff(mode: str, z: float) -> float | None:
-    return z if mode == "auto" else None
+StackSearchParam = Annotated[
+    bool,
+    Query(
+        description="Show near-duplicates of a shot once (where the best-ranked of them is), the others in `stack` "
+        "(POLYGLOT_STACK_THRESHOLD). Default false: every photo its own result."
+    ),
+]
+STACK_DEPTH_CEILING = 10_000  # hidden stack members a search ranks beyond its page, at most
+
+
+def _cutoff(mode: str | None, z: float, sort: Sort) -> float | None:
+    """The z-score results must reach: asked for, or implied by sort=date (a date-ordered list of every photo in
+    the pool would bury the matches: pizza at -0.07 for "la plage")."""
+    return z if mode == "auto" or (mode is None and sort == "date") else None
+
+
+async def _stacks(engine: Engine, stack: bool) -> Stacks | None:
+    return await engine.run(current_stacks, engine) if stack else None
+
+
+def _stack_depth(stacks: Stacks | None) -> int:
+    """Hits ranked beyond the page so that a page of stacks is still full: at most one per hidden member."""
+    return min(len(stacks.hidden), STACK_DEPTH_CEILING) if stacks is not None else 0
 
 
 def check_page(engine: Engine, k: int, offset: int) -> None:
@@ -195,21 +224,32 @@ def _finisher(
     sort: Sort,
     exclude: int | None = None,
     cutoff: float | None = None,
+    stacks: Stacks | None = None,
 ) -> Callable[[list[Hit]], Page]:
     def finish(ranked: list[Hit]) -> tuple[list[SearchResult], int | None, int]:
         if cutoff is not None:  # measured on the query's own candidates, the query image left out
             ranked = [h for h in ranked if h.id != exclude]
             ranked = ranked[: cutoff_count([h.score for h in ranked], cutoff)]
+        floor = min_score
         if sort == "date":
             pool = [h for h in ranked if h.id != exclude and (min_score is None or h.score >= min_score)]
-            return _page(engine, by_date(engine.images, pool), k, offset, None)
-        return _page(engine, ranked, k, offset, min_score, exclude)
+            ranked, floor = by_date(engine.images, pool), None
+        if stacks is not None:  # each stack once, where its first member is in this order
+            ranked = [h for h in ranked if h.id != exclude]
+            ranked = [ranked[p] for p in stacks.first_of_each([h.id for h in ranked])]
+        return _page(engine, ranked, k, offset, floor, exclude, stacks)
 
     return finish
 
 
 def _page(
-    engine: Engine, ranked: list[Hit], k: int, offset: int, min_score: float | None, exclude: int | None = None
+    engine: Engine,
+    ranked: list[Hit],
+    k: int,
+    offset: int,
+    min_score: float | None,
+    exclude: int | None = None,
+    stacks: Stacks | None = None,
 ) -> tuple[list[SearchResult], int | None, int]:
     """One page (``ranked`` = the best offset+k hits, or one more when ``exclude`` is set) with metadata."""
     hits = [h for h in ranked if h.id != exclude][offset : offset + k]
@@ -226,7 +266,9 @@ def _page(
             rank=offset + position + 1,
             thumbnail_url=THUMBNAIL_URL.format(id=h.id),
             image_url=IMAGE_URL.format(id=h.id),
+            preview_url=PREVIEW_URL.format(id=h.id),
             metadata=metadata[h.id],
+            stack=stack_info(stacks, h.id),
         )
         for position, h in enumerate(hits)
         if h.id in metadata  # removed between the FAISS search and the SQL read: skip, never 500
@@ -262,11 +304,12 @@ async def search_text(
     ] = None,
     where: FilterDep = None,
     sort: SortParam = "score",
-    cutoff: CutoffParam = "off",
+    cutoff: CutoffParam = None,
     cutoff_z: CutoffZParam = DEFAULT_Z,
+    stack: StackSearchParam = False,
 ) -> SearchResponse:
     check_page(engine, k, offset)
-    z = _cutoff(cutoff, cutoff_z)
+    z = _cutoff(cutoff, cutoff_z, sort)
     try:
         mode = engine.pipeline.check_clc(clc)
     except ClcError as exc:
@@ -275,8 +318,9 @@ async def search_text(
     # Both cheap enough for the event loop: a set lookup, or py3langid's ~50 µs for a detected language (a hop
     # to the thread pool cost more than the detection; queries are at most max_query_chars long).
     language = _language(engine, query, lang)
-    finish = _finisher(engine, k, offset, min_score, sort, cutoff=z)
-    depth = _depth(engine, k, offset, sort, z)
+    stacks = await _stacks(engine, stack)
+    finish = _finisher(engine, k, offset, min_score, sort, cutoff=z, stacks=stacks)
+    depth = _depth(engine, k, offset, sort, z) + _stack_depth(stacks)
     matching = None
     if where is not None:
 
@@ -303,6 +347,7 @@ async def search_text(
         min_score=min_score,
         sort=sort,
         cutoff=z,
+        stacked=stack,
         filters=described(where),
         matching_images=matching,
         results=results,
@@ -327,10 +372,11 @@ async def search_image(
     min_score: MinScoreParam = None,
     where: FilterDep = None,
     sort: SortParam = "score",
-    cutoff: CutoffParam = "off",
+    cutoff: CutoffParam = None,
     cutoff_z: CutoffZParam = DEFAULT_Z,
+    stack: StackSearchParam = False,
 ) -> SearchResponse:
-    z = _cutoff(cutoff, cutoff_z)
+    z = _cutoff(cutoff, cutoff_z, sort)
     if (file is None) == (image_id is None):
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT, "send exactly one of: an image file (field 'file') or 'image_id'"
@@ -344,8 +390,9 @@ async def search_image(
     else:
         assert file is not None
         _, vector = await upload_vector(engine, file)
-    depth = _depth(engine, k, offset, sort, z) + (1 if image_id is not None else 0)
-    finish = _finisher(engine, k, offset, min_score, sort, image_id, z)
+    stacks = await _stacks(engine, stack)
+    depth = _depth(engine, k, offset, sort, z) + (1 if image_id is not None else 0) + _stack_depth(stacks)
+    finish = _finisher(engine, k, offset, min_score, sort, image_id, z, stacks)
 
     def search() -> tuple[tuple[list[SearchResult], int | None, int], int | None]:
         allowed = engine.images.store.filtered_ids(where) if where is not None else None
@@ -360,6 +407,7 @@ async def search_image(
         min_score=min_score,
         sort=sort,
         cutoff=z,
+        stacked=stack,
         filters=described(where),
         matching_images=matching,
         results=results,

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import PurePath
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from indexer.store.metadata import ImageRecord
+
+# A wall-clock time without a zone (what EXIF records, a file's local time): JSON Schema's "date-time" format
+# demands an offset, which these times do not have, so the schema says what they are.
+LOCAL_TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$"
+LocalDateTime = Annotated[
+    datetime | None,
+    WithJsonSchema({"anyOf": [{"type": "string", "pattern": LOCAL_TIME_PATTERN}, {"type": "null"}]}),
+]
 
 
 class ImageMetadata(BaseModel):
@@ -25,7 +33,7 @@ class ImageMetadata(BaseModel):
     # Photo facts read from the file (issue 27; indexer.photo_metadata.PhotoFacts, with the API's bounds and words:
     # tests/collection/test_metadata.py checks that they agree); null where the file does not say.
     folder: str | None = Field(default=None, max_length=4096, description="Folder of the file on the server.")
-    taken_at: datetime | None = Field(
+    taken_at: LocalDateTime = Field(
         default=None, description="Capture time, local to where it was taken (EXIF DateTimeOriginal), no zone."
     )
     taken_offset_minutes: int | None = Field(
@@ -44,6 +52,11 @@ class ImageMetadata(BaseModel):
     )
     region: str | None = Field(default=None, max_length=200, description="First-level region of that place.")
     country: str | None = Field(default=None, max_length=200, description="Country of that place (English name).")
+    file_modified_at: LocalDateTime = Field(
+        default=None,
+        description="The file's modification time when indexed (server-local, no zone): the library orders photos "
+        "without `taken_at` by it (null for photos indexed before it was recorded: `added_at` stands in).",
+    )
 
     @classmethod
     def from_record(cls, record: ImageRecord) -> ImageMetadata:

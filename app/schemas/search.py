@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from app.schemas.duplicates import StackInfo
 from app.schemas.images import ImageMetadata
 
 SCORE_DOC = (
@@ -46,7 +47,13 @@ class SearchResult(BaseModel):
     rank: int = Field(ge=1, description="1-based position in the whole result list (offset included).")
     thumbnail_url: str = Field(max_length=200)
     image_url: str = Field(max_length=200)
+    preview_url: str = Field(
+        max_length=200, description="A JPEG of at most POLYGLOT_PREVIEW_SIZE px, for any format (HEIC, AVIF, RAW)."
+    )
     metadata: ImageMetadata
+    stack: StackInfo | None = Field(
+        default=None, description="stack=true: the near-duplicates this result stands for (null: none)."
+    )
 
 
 class SearchResponse(BaseModel):
@@ -69,8 +76,12 @@ class SearchResponse(BaseModel):
     min_score: float | None = Field(default=None, ge=-1, le=1)
     sort: str = Field(default="score", max_length=10, description="'score' (best first) or 'date' (newest first).")
     cutoff: float | None = Field(
-        default=None, ge=0, le=10, description="cutoff=auto: the z-score results had to reach; null: no cut-off."
+        default=None,
+        ge=0,
+        le=10,
+        description="The z-score results had to reach (cutoff=auto, and sort=date unless cutoff=off); null: none.",
     )
+    stacked: bool = Field(default=False, description="Whether near-duplicates were stacked (stack=true).")
     filters: dict[str, str] | None = Field(
         default=None, description="The photo filters applied (taken_after, taken_before, folder, near), as understood."
     )

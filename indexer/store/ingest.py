@@ -7,6 +7,7 @@ import io
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,17 @@ class Item:
 
 
 def fact_columns(path: Path, facts: PhotoFacts) -> dict[str, Any]:
-    """The photo-fact columns of a row: the EXIF facts and the file's folder."""
-    return {**facts.columns(), "folder": str(path.parent)}
+    """The photo-fact columns of a row: the EXIF facts, the file's folder and modification time."""
+    return {**facts.columns(), "folder": str(path.parent), "file_modified_at": file_time(path)}
+
+
+def file_time(path: Path) -> datetime | None:
+    """The file's modification time as a naive local time (what the library orders undated photos by); None when
+    the file cannot be stat'ed any more (it was read a moment ago: a race with a deletion)."""
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime).replace(microsecond=0)
+    except (OSError, ValueError, OverflowError):
+        return None
 
 
 @dataclass

@@ -62,6 +62,7 @@ class ImageRow(Base):
     city: Mapped[str | None] = mapped_column(String(200), index=True)  # issue 36: indexer/places.py
     region: Mapped[str | None] = mapped_column(String(200))
     country: Mapped[str | None] = mapped_column(String(200), index=True)
+    file_modified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=False))  # local wall clock
 
 
 @dataclass
@@ -101,7 +102,8 @@ class ImageRecord(PhotoFacts, _RecordFields):
             extra=dict(row.extra or {}),
             # PostgreSQL hands back naive timestamps as they were written; SQLite too (its DateTime is text)
             taken_at=row.taken_at.replace(tzinfo=None) if row.taken_at else None,
-            **{name: getattr(row, name) for name in FACTS if name != "taken_at"},
+            file_modified_at=row.file_modified_at.replace(tzinfo=None) if row.file_modified_at else None,
+            **{name: getattr(row, name) for name in FACTS if name not in ("taken_at", "file_modified_at")},
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -109,6 +111,7 @@ class ImageRecord(PhotoFacts, _RecordFields):
             **self.__dict__,
             "added_at": self.added_at.isoformat(),
             "taken_at": self.taken_at.isoformat() if self.taken_at else None,
+            "file_modified_at": self.file_modified_at.isoformat() if self.file_modified_at else None,
         }
 
 

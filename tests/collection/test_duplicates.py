@@ -71,3 +71,54 @@ def test_polyglot_index_duplicates(tmp_path: Path, library: list[Path], monkeypa
     assert {Path(i["path"]).name for i in groups[1]["images"]} == {"b.jpg", "b_small.jpg"}
     code, output = invoke("index", "duplicates", "--threshold", "0.98")
     assert code == 0 and "exact" in output and "same bytes" in output
+
+
+def test_polyglot_index_duplicates_marks_the_copy_to_keep(
+    tmp_path: Path, library: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: --keep marks a copy (persisted: the next run lists it first, marked), --unmark takes it off."""
+    from test_search_cli import cli_env, invoke
+
+    cli_env.__wrapped__(tmp_path, monkeypatch)  # type: ignore[attr-defined]
+    assert invoke("index", "add", str(library[0].parent), "-q")[0] == 0
+    groups = json.loads(invoke("index", "duplicates", "--threshold", "0.98", "--json")[1])["groups"]
+    small = next(i for i in groups[1]["images"] if Path(i["path"]).name == "b_small.jpg")
+    assert not any(i["kept"] for g in groups for i in g["images"])
+    code, output = invoke("index", "duplicates", "--threshold", "0.98", "--keep", str(small["id"]))
+    assert code == 0 and f"photo {small['id']} marked as the copy to keep" in output
+    assert f"{small['id']:>8}" in output and "keep" in output
+    groups = json.loads(invoke("index", "duplicates", "--threshold", "0.98", "--json")[1])["groups"]
+    assert groups[1]["images"][0] == {**small, "kept": True}  # listed first, marked
+    assert sum(i["kept"] for g in groups for i in g["images"]) == 1
+    code, output = invoke("index", "duplicates", "--unmark", str(small["id"]))
+    assert code == 0 and "keep mark taken off" in output
+    groups = json.loads(invoke("index", "duplicates", "--json")[1])["groups"]
+    assert not any(i["kept"] for g in groups for i in g["images"])
+    code, output = invoke("index", "duplicates", "--keep", "999999")
+    assert code == 2 and "no photo with id 999999" in output
+
+
+def test_polyglot_index_timeline(tmp_path: Path, library: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36: the library by date from the shell, page by page with the printed cursor; undated photos (none of
+    these has EXIF) by their file's time, said so."""
+    import os
+
+    from test_search_cli import cli_env, invoke
+
+    cli_env.__wrapped__(tmp_path, monkeypatch)  # type: ignore[attr-defined]
+    for number, path in enumerate(sorted(library)):
+        os.utime(path, (1_600_000_000 + number * 3600, 1_600_000_000 + number * 3600))
+    assert invoke("index", "add", str(library[0].parent), "-q")[0] == 0
+    code, output = invoke("index", "timeline", "--k", "3", "--json")
+    assert code == 0, output
+    first = json.loads(output)
+    assert [Path(p["path"]).name for p in first["photos"]] == [p.name for p in sorted(library)[::-1][:3]]
+    assert {p["date_source"] for p in first["photos"]} == {"file"} and first["next_cursor"]
+    code, output = invoke("index", "timeline", "--k", "3", "--cursor", first["next_cursor"], "--json")
+    rest = json.loads(output)
+    assert [Path(p["path"]).name for p in rest["photos"]] == [p.name for p in sorted(library)[::-1][3:]]
+    assert rest["next_cursor"] is None
+    code, output = invoke("index", "timeline", "--k", "2")
+    assert code == 0 and "more: polyglot index timeline --cursor" in output and "file" in output
+    assert invoke("index", "timeline", "--cursor", "nonsense")[0] == 2
+    assert invoke("index", "timeline", "--month", "2024-13")[0] == 2

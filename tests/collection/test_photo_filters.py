@@ -120,7 +120,9 @@ def test_search_filters_by_date_folder_and_place_inside_the_search(client: TestC
 
 
 def test_sort_by_date_and_image_search_with_filters(client: TestClient) -> None:
-    dated = client.get("/v1/search", params={"q": "a photo", "lang": "en", "k": 12, "sort": "date"}).json()
+    # cutoff=off: the whole pool by date (sort=date alone implies the cut-off: tests/api/test_library_api.py)
+    params = {"q": "a photo", "lang": "en", "k": 12, "sort": "date", "cutoff": "off"}
+    dated = client.get("/v1/search", params=params).json()
     taken = [r["metadata"]["taken_at"] for r in dated["results"]]
     known = [t for t in taken if t]
     assert known == sorted(known, reverse=True) and len(known) == 10
@@ -148,9 +150,13 @@ def test_polyglot_search_filters_and_sorts(tmp_path: Path, library: Path, monkey
     answer = json.loads(output)
     assert len(answer["results"]) == 3 and answer["matching_images"] == 6
     assert all("/Lisbon/" in r["path"] for r in answer["results"])
-    code, output = invoke("search", "a photo", "--lang", "en", "--k", "4", "--sort", "date", "--json")
+    code, output = invoke("search", "a photo", "--lang", "en", "--k", "4", "--sort", "date", "--no-cutoff", "--json")
     taken = [r["taken_at"] for r in json.loads(output)["results"]]
     assert taken == ["2024-07-02T09:00:00", "2024-07-01T09:00:00", "2024-06-10T00:00:00", "2024-05-10T00:00:00"]
+    # --sort date alone implies the cut-off (issue 36): only what stands out, still newest first
+    code, output = invoke("search", "a photo", "--lang", "en", "--k", "20", "--sort", "date", "--json")
+    implied = [r["taken_at"] for r in json.loads(output)["results"]]
+    assert code == 0 and 1 <= len(implied) < 12 and [t for t in implied if t] == sorted(filter(None, implied))[::-1]
     code, output = invoke("search", "a photo", "--near", f"{TOKYO[0]},{TOKYO[1]},10", "--json")
     assert code == 0 and len(json.loads(output)["results"]) == 2
     code, output = invoke("search", "a photo", "--taken-after", "soon")

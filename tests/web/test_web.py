@@ -36,7 +36,8 @@ def test_french_query_shows_results_and_captions(live_server: str, browser_page,
     page.select_option("#lang", "fr")
     page.fill("#query", "un chien qui court sur la plage")
     page.click("button[type=submit]")
-    page.wait_for_selector(".card")
+    # The page opened on the library (cards without scores); the search replaces them.
+    page.wait_for_function("document.getElementById('status').textContent.includes('results of')")
     cards = page.locator(".card")
     assert cards.count() == 8
     scores = [float(text) for text in page.locator(".card .score").all_inner_texts()]

@@ -70,17 +70,19 @@ def test_url_state_filters_detail_view_and_back_button(live_server: str, pages) 
     assert page.input_value("#query") == "a photo" and page.input_value("#taken-after") == "2024-01-01"
     assert page.locator(".card").count() == 5  # odd numbers are 2024, every third one in Lisbon: 3, 9, 15, 21, 27
     assert "5 match the filters" in page.inner_text("#status")
-    # Sort by date: a new history entry; the cards come newest first.
+    # Sort by date: a new history entry; the cards that stand out (sort=date implies the cut-off, issue 36) come
+    # newest first, under their month's heading.
     page.select_option("#sort", "date")
     page.wait_for_function("location.search.includes('sort=date')")
-    page.wait_for_function("document.querySelector('.card .date').textContent === '2024-10-22'")
+    page.wait_for_function("document.getElementById('status').textContent.includes('stand out, newest first')")
     dates = page.locator(".card .date").all_inner_texts()
-    assert dates == sorted(dates, reverse=True)
+    assert 1 <= len(dates) <= 5 and dates == sorted(dates, reverse=True)
+    assert page.locator(".month > h2").count() >= 1
     # Detail view: EXIF facts, tags (or why there are none), "photo" in the URL.
     page.locator(".card").first.click()
     page.wait_for_selector("#detail-facts dt")
     facts = page.inner_text("#detail-facts")
-    assert "2024-10-22 12:00:00" in facts and "Apple iPhone 15" in facts and "38.72230, -9.13930" in facts
+    assert f"{dates[0]} 12:00:00" in facts and "Apple iPhone 15" in facts and "38.72230, -9.13930" in facts
     assert "Lisbon" in facts and "96 × 72 px" in facts
     page.wait_for_function("document.getElementById('detail-tags').textContent.length > 0")
     assert "photo" in _query(page)
@@ -91,6 +93,7 @@ def test_url_state_filters_detail_view_and_back_button(live_server: str, pages) 
     page.go_back()
     page.wait_for_function("!location.search.includes('sort=date')")
     page.wait_for_function("document.getElementById('sort').value === 'score'")
+    page.wait_for_function("!document.querySelector('#results .month')")  # re-rendered: no date headings
     # Similar photos of an open photo: by id, in the URL.
     page.locator(".card").first.click()
     page.wait_for_selector("#detail[open]")
@@ -151,13 +154,49 @@ def test_phone_layout(live_server: str, pages) -> None:  # type: ignore[no-untyp
     page.goto(live_server + "/?q=a+photo&lang=en")
     page.wait_for_selector(".card")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing wider than the screen
-    columns = page.evaluate(
-        "getComputedStyle(document.getElementById('results')).gridTemplateColumns.split(' ').length"
-    )
-    assert columns == 2
+    grid = "document.querySelector('.grid') || document.getElementById('results')"  # before issue 36: #results
+    assert page.evaluate(f"getComputedStyle({grid}).gridTemplateColumns.split(' ').length") == 2
     page.locator(".card").first.click()
     page.wait_for_selector("#detail-facts dt")
-    box = page.locator("#detail").bounding_box()
-    assert box is not None and box["width"] >= 380  # the detail view takes the whole width
+    page.wait_for_function("document.getElementById('detail-image').complete")
+    assert_fits_the_screen(page, "#detail", 390, 844)
     image, text = page.locator("#detail-image").bounding_box(), page.locator(".detail-text").bounding_box()
     assert image is not None and text is not None and text["y"] >= image["y"] + image["height"] - 1  # stacked
+    page.click("#detail .close")
+    page.wait_for_function("!document.getElementById('detail').open")
+    assert not page.is_visible("#filters")  # folded on a phone (issue 36) …
+    page.click("#filters-box summary")
+    assert page.is_visible("#folder")  # … and unfolded with a tap
+
+
+def assert_fits_the_screen(page, dialog: str, width: int, height: int) -> None:  # type: ignore[no-untyped-def]
+    """Issue 36: the dialog is no wider than the screen, nothing in it sticks out sideways (the photo, captions,
+    facts), and its close button is on screen and the topmost thing where it is (a tap reaches it)."""
+    box = page.locator(dialog).bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5, box
+    overflow = page.evaluate(
+        """(selector) => {
+            const dialog = document.querySelector(selector);
+            const out = [...dialog.querySelectorAll('*')].filter((e) => {
+                const r = e.getBoundingClientRect();
+                return r.width > 0 && (r.left < -0.5 || r.right > window.innerWidth + 0.5);
+            }).map((e) => `${e.tagName}#${e.id}.${e.className} ${Math.round(e.getBoundingClientRect().right)}`);
+            return {out, scroll: dialog.scrollWidth, client: dialog.clientWidth,
+                    page: document.documentElement.scrollWidth};
+        }""",
+        dialog,
+    )
+    assert overflow["out"] == [] and overflow["scroll"] <= overflow["client"] and overflow["page"] <= width, overflow
+    close = page.locator(f"{dialog} .close").bounding_box()
+    assert close is not None and close["x"] >= 0 and close["y"] >= 0, close
+    assert close["x"] + close["width"] <= width and close["y"] + close["height"] <= height, close
+    on_top = page.evaluate(
+        """(selector) => {
+            const button = document.querySelector(selector + ' .close');
+            const r = button.getBoundingClientRect();
+            const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+            return hit === button || button.contains(hit);
+        }""",
+        dialog,
+    )
+    assert on_top
