@@ -221,6 +221,13 @@ class TaggingSettings(BaseSettings):
     captions_k: int = Field(default=10, ge=1, le=200, description="Captions retrieved per image for source tags.")
     default_k: int = Field(default=10, ge=1, le=100, description="Tags per language when the request gives no k.")
     max_k: int = Field(default=50, ge=1, le=500, description="Most tags per language a request may ask for.")
+    max_similarity: float = Field(
+        default=0.9,
+        ge=0.0,
+        le=1.0,
+        description="A tag whose vector is at least this close (cosine) to a better tag of the same answer is a "
+        "near-synonym and is left out (1: keep all).",
+    )
 
 
 class Settings(BaseSettings):

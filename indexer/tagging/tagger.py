@@ -20,7 +20,8 @@ from PIL import Image
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
 from indexer.settings import TaggingSettings
-from indexer.tagging.ranking import contextual_tags
+from indexer.tagging.ranking import by_score, contextual_tags
+from indexer.tagging.shipped import ShippedVocabularies
 from indexer.tagging.source_tags import (
     CaptionRetriever,
     SourceKind,
@@ -70,6 +71,7 @@ class Tagger:
         captions: CaptionRetriever | None = None,
         fingerprint: str | None = None,
         store: VocabularyStore | None = None,
+        shipped: ShippedVocabularies | None = None,
     ) -> None:
         self.image_encoder = image_encoder
         self.text = text
@@ -81,6 +83,7 @@ class Tagger:
         self._source_vectors: dict[str, np.ndarray] = {}
         self._vocabularies: dict[str, Vocabulary] = {}
         self.store = store
+        self.shipped = shipped  # the languages that ship (embedded on first use); a built vocabulary comes first
         self._checked = time.monotonic()
         self.set_vocabularies(vocabularies)
 
@@ -113,7 +116,19 @@ class Tagger:
 
     @property
     def languages(self) -> list[str]:
-        return sorted(self._vocabularies)
+        """Languages with a built or a shipped vocabulary."""
+        shipped = self.shipped.languages if self.shipped is not None else []
+        return sorted(set(self._vocabularies) | set(shipped))
+
+    def vocabulary(self, lang: str) -> Vocabulary:
+        """The vocabulary of ``lang``: the one built beside the index, else the shipped one (embedded now if this
+        text side never did: seconds, once)."""
+        built = self._vocabularies.get(lang)
+        if built is not None:
+            return built
+        if self.shipped is not None and lang in self.shipped.languages:
+            return self.shipped.get(lang)
+        raise UnknownLanguageError([lang], self.languages)
 
     @property
     def vocabularies(self) -> dict[str, Vocabulary]:
@@ -139,7 +154,8 @@ class Tagger:
 
     def check_languages(self, langs: Sequence[str]) -> list[str]:
         wanted = [lang.strip().lower() for lang in langs if lang.strip()]
-        unknown = [lang for lang in wanted if lang not in self._vocabularies]
+        available = set(self.languages)
+        unknown = [lang for lang in wanted if lang not in available]
         if unknown or not wanted:
             raise UnknownLanguageError(unknown or ["(none given)"], self.languages)
         return list(dict.fromkeys(wanted))
@@ -195,7 +211,9 @@ class Tagger:
         w1: float | None = None,
         w2: float | None = None,
     ) -> list[Tag]:
-        vocabulary = self._vocabularies[lang]
+        """Tags of ``lang`` for the English ``sources``, best score first, no near-synonym twice (the same English
+        sense, or vectors closer than ``POLYGLOT_TAG_MAX_SIMILARITY``)."""
+        vocabulary = self.vocabulary(lang)
         if not sources:
             return []
         ranked = contextual_tags(
@@ -204,9 +222,11 @@ class Tagger:
             vocabulary.vectors,
             self.settings.w1 if w1 is None else w1,
             self.settings.w2 if w2 is None else w2,
+            senses=vocabulary.sources,
+            max_similarity=self.settings.max_similarity,
         )
         written = vocabulary.display or vocabulary.words
-        return [Tag(written[r.target], r.score, sources[r.source]) for r in ranked]
+        return [Tag(written[r.target], r.score, sources[r.source]) for r in by_score(ranked)]
 
     def tag_features(
         self, features: np.ndarray, langs: Sequence[str], k: int, source: str | None = None
@@ -228,7 +248,7 @@ class Tagger:
     def tag(
         self, image: Image.Image, langs: Sequence[str], k: int | None = None, source: str | None = None
     ) -> dict[str, list[Tag]]:
-        """``{lang: [Tag, ...]}``: up to ``k`` tags per language, one per English source tag, in source order."""
+        """``{lang: [Tag, ...]}``: up to ``k`` tags per language, one per English source tag, best score first."""
         k = self.settings.default_k if k is None else k
         if not 1 <= k <= self.settings.max_k:
             raise ValueError(f"k must be between 1 and {self.settings.max_k}, got {k}")
