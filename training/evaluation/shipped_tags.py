@@ -19,7 +19,7 @@ at least two characters is part of the name or the name part of a tag.
 captions as the README said (``polyglot tags vocab build --lang XX captions.jsonl``: content words seen twice, at
 most 5,000) for the caption languages of ``m30k-f8k``, ranked as before (source order, no near-synonym rule).
 
-Writes ``OUT/hits.json``, ``OUT/hits.md`` (the table) and ``OUT/../gallery.md`` (``--gallery``: 10 photos × 6
+Writes ``OUT/hits.json``, ``OUT/hits.md`` (the table) and ``--gallery`` (default ``docs/tagging/gallery.md``: 10 photos × 6
 languages, the photos every 70th in file order).
 """
 
