@@ -19,44 +19,9 @@ HIGH_CONFIDENCE = 0.5
 
 # Unicode script of every letter, by the prefix of its character name.
 _LATIN = ("LATIN",)
+_LATIN_LANGS = "af bs ca cs da de en es et fi fr hr hu id it lt lv ms nl no pl pt ro sk sl sq sv tl tr vi"
 SCRIPTS: dict[str, tuple[str, ...]] = {
-    **{
-        lang: _LATIN
-        for lang in (
-            [
-                "af",
-                "bs",
-                "ca",
-                "cs",
-                "da",
-                "de",
-                "en",
-                "es",
-                "et",
-                "fi",
-                "fr",
-                "hr",
-                "hu",
-                "id",
-                "it",
-                "lt",
-                "lv",
-                "ms",
-                "nl",
-                "no",
-                "pl",
-                "pt",
-                "ro",
-                "sk",
-                "sl",
-                "sq",
-                "sv",
-                "tl",
-                "tr",
-                "vi",
-            ]
-        )
-    },
+    **{lang: _LATIN for lang in _LATIN_LANGS.split()},
     **{lang: ("CYRILLIC",) for lang in ("bg", "mk", "ru", "uk")},
     "ar": ("ARABIC",),
     "fa": ("ARABIC",),
@@ -123,17 +88,25 @@ def _model() -> Any:
 
 
 @lru_cache(maxsize=200_000)
-def _ranked(word: str) -> dict[str, float]:
+def _probabilities(word: str) -> tuple[float, ...]:
+    """py3langid's probability of each of its languages (in ``_labels()`` order) for ``word``. Its ``_decide`` is
+    what ``classify`` and ``rank`` call; read once per word, without ``rank``'s sorting of 97 languages."""
     with _lock:  # one model, read by one thread at a time
-        return {str(code): float(p) for code, p in _model().rank(word)}
+        return tuple(float(p) for p in _model()._decide(word))
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=1)
+def _labels() -> dict[str, int]:
+    with _lock:
+        return {str(code): i for i, code in reversed(list(enumerate(_model().nb_classes)))}
+
+
 def detected(word: str) -> tuple[str, float]:
     """py3langid's most likely language of ``word`` among all it knows, with its probability."""
+    probabilities = _probabilities(word)
+    best = max(range(len(probabilities)), key=probabilities.__getitem__)
     with _lock:
-        code, probability = _model().classify(word)
-    return str(code), float(probability)
+        return str(_model().nb_classes[best]), probabilities[best]
 
 
 def foreign_with_confidence(word: str, lang: str) -> tuple[str, float] | None:
@@ -149,6 +122,7 @@ def english_rather_than(word: str, lang: str) -> float:
     """P(English) of ``word`` when the choice is only between English and ``lang``: the two languages'
     probabilities renormalised (py3langid's probabilities are a softmax, so this is what restricting its model to
     the two languages gives)."""
-    ranked = _ranked(word)
-    english, other = ranked.get("en", 0.0), ranked.get(lang, 0.0)
+    probabilities, labels = _probabilities(word), _labels()
+    english = probabilities[labels["en"]]
+    other = probabilities[labels[lang]] if lang in labels else 0.0
     return english / (english + other) if english + other > 0 else 0.5
