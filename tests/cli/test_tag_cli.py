@@ -131,3 +131,14 @@ def test_shipped_vocabularies_tag_on_a_fresh_index(cli_env: Path) -> None:
     code, output = invoke("tags", "vocab", "list", "--json")
     listing = {row["lang"]: row for row in json.loads(output)}
     assert listing["fr"]["kind"] == "shipped" and set(TEN) <= set(listing)
+
+
+def test_embed_the_shipped_vocabularies_at_set_up(cli_env: Path) -> None:
+    code, output = invoke("tags", "vocab", "embed", "--lang", "fr,de", "-q")
+    assert code == 0, output
+    assert "fr: " in output and "tags embedded for text side" in output
+    code, output = invoke("tags", "vocab", "embed", "--lang", "fr", "-q")
+    assert code == 0 and "tags cached for text side" in output  # once per text side
+    assert len(list((cli_env / "home/cache/tag-vectors").iterdir())) == 1
+    code, output = invoke("tags", "vocab", "embed", "--lang", "eo")
+    assert code == 2 and "no shipped tag vocabulary for eo" in output
