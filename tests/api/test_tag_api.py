@@ -16,6 +16,7 @@ from PIL import Image
 from app.main import create_app
 from app.service_settings import ServiceSettings
 from indexer.asset_paths import SHIPPED_TAGS
+from indexer.settings import TaggingSettings
 from indexer.tagging.shipped import ShippedWords
 from indexer.tagging.store import VocabularyStore
 from indexer.tagging.vocabulary import build_vocabulary
@@ -36,6 +37,8 @@ def tag_client(service_settings: ServiceSettings) -> Iterator[TestClient]:  # no
     store = VocabularyStore.beside_index(service_settings.resolved_index_dir)
     for lang, words in (("fr", FR_WORDS), ("de", DE_WORDS)):
         store.save(build_vocabulary(lang, Counter(dict.fromkeys(words, 3)), embed))
+    # The fake tower's vectors are close together: no near-synonym rule, so that k tags always come back.
+    service_settings = service_settings.model_copy(update={"tagging": TaggingSettings(max_similarity=1.0)})
     app = create_app(service_settings, fake_engine_factory((), CAPTIONS))  # app/main.py loads the tagger
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client

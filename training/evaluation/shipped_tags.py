@@ -195,8 +195,12 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def gallery_photos(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return samples[:: max(1, len(samples) // GALLERY_PHOTOS)][:GALLERY_PHOTOS]
+
+
 def gallery(report: dict[str, Any], samples: list[dict[str, Any]]) -> str:
-    chosen = samples[:: max(1, len(samples) // GALLERY_PHOTOS)][:GALLERY_PHOTOS]
+    chosen = gallery_photos(samples)
     head = "| photo | " + " | ".join(GALLERY_LANGS) + " |"
     lines = [
         "# Shipped tag vocabularies: 10 photos × 6 languages",
@@ -239,10 +243,13 @@ def main(argv: list[str] | None = None) -> None:
     report = measure(args)
     table = markdown(report)
     print(table)
+    samples = read_samples(args.samples)
+    if args.gallery:
+        atomic_write_bytes(args.gallery, gallery(report, samples).encode("utf-8"))
+    shown = {row["image"] for row in gallery_photos(samples)}  # the JSON keeps the gallery's answers, not all 700
+    report["tags"] = {image: tags for image, tags in report["tags"].items() if image in shown}
     atomic_write_json(args.out / "hits.json", report)
     atomic_write_bytes(args.out / "hits.md", table.encode("utf-8"))
-    if args.gallery:
-        atomic_write_bytes(args.gallery, gallery(report, read_samples(args.samples)).encode("utf-8"))
 
 
 if __name__ == "__main__":
