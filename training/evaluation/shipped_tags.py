@@ -34,6 +34,7 @@ import sys
 import time
 import unicodedata
 from collections import Counter, defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ from indexer.tagging.source_tags import clean_class_name
 from indexer.tagging.tagger import Tagger
 from indexer.tagging.text import content_words, count_content_words, tokenize
 from indexer.tagging.vocabulary import build_vocabulary
+from indexer.tower import TextEmbedder
 from training.evaluation.tag_metrics import related
 
 K = 5
@@ -100,6 +102,7 @@ def before_tagger(tagger: Tagger, data: Path, settings: Settings) -> Tagger:
     from training.data.dataset import load_dataset
 
     captions = load_dataset(data, "train", list(BEFORE_LANGS)).captions
+    text: TextEmbedder = tagger.text  # type: ignore[assignment]  # load_tagger's: the served TextEmbedder
     vocabularies = {}
     for lang in BEFORE_LANGS:
         forms: dict[str, Counter[str]] = {}
@@ -107,7 +110,7 @@ def before_tagger(tagger: Tagger, data: Path, settings: Settings) -> Tagger:
         vocabularies[lang] = build_vocabulary(
             lang,
             counts,
-            lambda words, lang=lang: embed_cached(tagger.text, words, settings.resolved_cache_dir, lang=lang),  # type: ignore[arg-type]
+            partial(embed_cached, text, cache_dir=settings.resolved_cache_dir, lang=lang),
             batch_size=1024,
             forms=forms,
         )
@@ -120,7 +123,7 @@ def before_tagger(tagger: Tagger, data: Path, settings: Settings) -> Tagger:
         fingerprint=tagger.fingerprint,
     )
     names = list(dict.fromkeys(n for n in map(clean_class_name, tagger.image_encoder.class_names) if n))
-    before.remember_sources(names, embed_cached(tagger.text, names, settings.resolved_cache_dir))  # type: ignore[arg-type]
+    before.remember_sources(names, embed_cached(text, names, settings.resolved_cache_dir))
     return before
 
 
@@ -243,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     report = measure(args)
     table = markdown(report)
     print(table)
-    samples = read_samples(args.samples)
+    samples = read_samples(args.samples)[: args.limit or None]  # the photos measured
     if args.gallery:
         atomic_write_bytes(args.gallery, gallery(report, samples).encode("utf-8"))
     shown = {row["image"] for row in gallery_photos(samples)}  # the JSON keeps the gallery's answers, not all 700
