@@ -111,3 +111,15 @@ def test_empty_caption_index_falls_back_in_auto_and_is_an_error_when_asked_for()
     assert [t.source for t in tagger.tag(solid(BLUE), ["fr"], k=2)["fr"]] == ["bank", "lakeshore"]
     with pytest.raises(ValueError, match="polyglot index captions add"):
         tagger.tag(solid(BLUE), ["fr"], k=2, source="captions")
+
+
+def test_remembered_class_names_give_the_same_tags_from_their_precomputed_cosines() -> None:
+    tagger = make_tagger()
+    direct = tagger.tag(solid(BLUE), ["fr", "de"], k=3)
+    names = ["bank", "lakeshore", "dog"]  # the fake CNN's class names, cleaned
+    tagger.remember_sources(names, FakeTextEmbedder().embed(names))
+    table = tagger.tag(solid(BLUE), ["fr", "de"], k=3)
+    assert set(tagger._class_tables) == {"fr", "de"}  # the precomputed path was taken
+    for lang in ("fr", "de"):
+        assert [(t.tag, t.source) for t in table[lang]] == [(t.tag, t.source) for t in direct[lang]]
+        assert [t.score for t in table[lang]] == pytest.approx([t.score for t in direct[lang]], abs=1e-6)
