@@ -198,9 +198,9 @@ class Tagger:
 
     def _source_similarities(self, lang: str, vocabulary: Vocabulary, sources: Sequence[str]) -> np.ndarray | None:
         """cos(source, tag) for every tag, (len(sources), n), when every source is a remembered class name."""
-        rows = [self._class_rows.get(source) for source in sources]
-        if not rows or any(row is None for row in rows):
+        if not sources or any(source not in self._class_rows for source in sources):
             return None
+        rows = [self._class_rows[source] for source in sources]
         cached = self._class_tables.get(lang)
         if cached is None or cached[0] is not vocabulary:  # a vocabulary rebuilt or reloaded: its own table
             cached = (vocabulary, np.ascontiguousarray(self._class_vectors @ vocabulary.vectors.T))
