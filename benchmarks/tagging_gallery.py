@@ -1,6 +1,6 @@
 """Gallery of ambiguous English source tags: the same word on different real photos, tagged with context.
 
-    .venv/bin/python benchmarks/tagging_gallery.py --out docs/tagging/gallery.md
+    .venv/bin/python benchmarks/tagging_gallery.py --out docs/tagging/gallery-ambiguous.md
 
 For each word (bank, spring, turkey, glass, …) it picks photos of the data set whose English captions use the
 word, gives each photo that word as its only source tag (k = 1), and prints the contextual tag next to the

@@ -236,6 +236,22 @@ class TaggingSettings(BaseSettings):
     captions_k: int = Field(default=10, ge=1, le=200, description="Captions retrieved per image for source tags.")
     default_k: int = Field(default=10, ge=1, le=100, description="Tags per language when the request gives no k.")
     max_k: int = Field(default=50, ge=1, le=500, description="Most tags per language a request may ask for.")
+    # 0.7: in the student's space near-synonyms sit at 0.7-0.8 (bike/bicycle 0.76, vélo/bicyclette 0.74), related
+    # but distinct words lower (dog/puppy 0.65, car/automobile 0.51, chien/chiot 0.40), unrelated ones ~0.05.
+    max_similarity: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        description="A tag whose vector is at least this close (cosine) to a better tag of the same answer is a "
+        "near-synonym and is left out (1: keep all).",
+    )
+    english_weight: float = Field(
+        default=0.75,
+        ge=0.0,
+        le=1.0,
+        description="A shipped tag's vector: this much of its English source word's vector, the rest its own "
+        "(0: the tag's own vector only).",
+    )
 
 
 class Settings(BaseSettings):

@@ -16,9 +16,11 @@ from tqdm import tqdm
 
 from app.cli.common import console, fail, out
 from app.cli.settings_cli import read_settings
+from indexer.asset_paths import SHIPPED_TAGS
 from indexer.encoders.factory import UnknownEncoderError
 from indexer.images import ImageDecodeError, load_image
 from indexer.model_files import ChecksumError
+from indexer.tagging.shipped import ShippedWords, shipped_languages
 from indexer.tagging.source_tags import CaptionRetriever
 from indexer.tagging.store import VocabularyStore, check_lang
 from indexer.tagging.tagger import UnknownLanguageError
@@ -112,9 +114,69 @@ def vocab_build(
     out.print(f"{code} v{version}: {len(vocabulary)} tags → {store.root / code / f'v{version}'}", highlight=False)
 
 
+@vocab_app.command("embed")
+def vocab_embed(
+    lang: str | None = typer.Option(None, "--lang", help="Languages, comma-separated (default: every shipped one)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Embed the shipped vocabularies with the served text encoder now (part of the set-up; otherwise each
+    language is embedded the first time it is asked for). Cached by the text side's fingerprint: run it again
+    after changing the text encoder."""
+    from indexer.query import load_text_tower
+    from indexer.tagging.shipped import ShippedVocabularies
+
+    settings = read_settings()
+    shipped = shipped_languages()
+    langs = parse_langs(lang) if lang else shipped
+    unknown = [code for code in langs if code not in shipped]
+    if unknown:
+        raise fail(f"no shipped tag vocabulary for {', '.join(unknown)}; shipped: {', '.join(shipped)}")
+    try:
+        text = load_text_tower(settings)
+        vocabularies = ShippedVocabularies(text, text.fingerprint, settings.resolved_cache_dir)
+        for code in langs:
+            total = len(vocabularies.words(code).rows)
+            done = "cached" if vocabularies.is_embedded(code) else "embedded"
+            with tqdm(total=total, desc=f"embed {code} tags", unit="tag", disable=quiet) as bar:
+                vocabulary = vocabularies.get(code, progress=bar.update)
+            out.print(f"{code}: {len(vocabulary)} tags {done} for text side {text.fingerprint}", highlight=False)
+    except USER_ERRORS as exc:
+        raise fail(str(exc)) from None
+
+
+@vocab_app.command("ship")
+def vocab_ship(
+    lexicons: Path = typer.Option(..., help="Folder of MUSE dictionaries en-XX.tsv (../shared/data/lexicons)."),
+    data: Path = typer.Option(..., help="Shared data folder with m30k-f8k, m30k-text, more-langs (captions)."),
+    out_dir: Path = typer.Option(SHIPPED_TAGS, "--out", help="Where the word files go (the shipped folder)."),
+    lang: str | None = typer.Option(None, "--lang", help="Only these languages (default: en + every dictionary)."),
+) -> None:
+    """Rebuild the shipped vocabularies (words only) from their sources: maintainers' command, reproducible (the
+    same sources give the same files). See indexer/assets/tags/README.md."""
+    from training.tag_vocab.build import ship
+
+    for folder in (lexicons, data):
+        if not folder.is_dir():
+            raise fail(f"{folder} is not a folder")
+    try:
+        reports = ship(
+            lexicons,
+            data,
+            out_dir,
+            parse_langs(lang) if lang else None,
+            command="polyglot tags vocab ship --lexicons ../shared/data/lexicons --data ../shared/data",
+            progress=lambda message: console.print(message, highlight=False),
+        )
+    except (OSError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    for report in reports:
+        out.print(f"{report.lang}: {report.tags} tags", highlight=False)
+
+
 @vocab_app.command("list")
 def vocab_list(json_out: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-    """Languages with a tag vocabulary: current version, size, most frequent tags."""
+    """Languages with a tag vocabulary: built ones (current version, size, most frequent tags), then the shipped
+    ones that no built vocabulary replaces."""
     store = VocabularyStore.beside_index(read_settings().resolved_index_dir)
     rows = []
     try:
@@ -131,6 +193,21 @@ def vocab_list(json_out: bool = typer.Option(False, "--json", help="Machine-read
                     "top": (vocabulary.display or vocabulary.words)[:8],
                 }
             )
+        for lang in shipped_languages():
+            if lang in store.languages():
+                continue  # the built one is used
+            words = ShippedWords(lang, SHIPPED_TAGS / f"{lang}.tsv")
+            rows.append(
+                {
+                    "lang": lang,
+                    "version": None,
+                    "versions": [],
+                    "tags": len(words.rows),
+                    "kind": "shipped",
+                    "created": "",
+                    "top": words.shown[:8],
+                }
+            )
     except VocabularyError as exc:
         raise fail(str(exc)) from None
     if json_out:
@@ -143,7 +220,7 @@ def vocab_list(json_out: bool = typer.Option(False, "--json", help="Machine-read
     for row in rows:
         table.add_row(
             str(row["lang"]),
-            f"v{row['version']}",
+            f"v{row['version']}" if row["version"] is not None else "-",
             str(row["tags"]),
             str(row["kind"]),
             str(row["created"]),
@@ -181,7 +258,8 @@ def register(cli: typer.Typer) -> None:
         tag_settings = settings.tagging
         if k is not None and k > tag_settings.max_k:
             raise fail(f"--k must be at most {tag_settings.max_k} (POLYGLOT_TAG_MAX_K)")
-        available = VocabularyStore.beside_index(settings.resolved_index_dir).languages()
+        built = VocabularyStore.beside_index(settings.resolved_index_dir).languages()
+        available = sorted(set(built) | set(shipped_languages()))
         missing = [code for code in langs if code not in available]
         if missing:
             raise fail(str(UnknownLanguageError(missing, available)))
@@ -215,6 +293,6 @@ def register(cli: typer.Typer) -> None:
             return
         for code, tags in result.items():
             table = Table("tag", "score", "source", title=f"{image.name} — {code}")
-            for t in tags:
+            for t in sorted(tags, key=lambda t: -t.score):  # best first (the tagger's order; said here for the table)
                 table.add_row(t.tag, f"{t.score:.3f}", t.source)
             out.print(table)

@@ -420,5 +420,9 @@ async def search_image(
 async def languages(engine: EngineDep) -> LanguagesResponse:
     text_langs = engine.pipeline.languages
     caption_langs = await engine.run(engine.captions.languages)
-    names = language_names([*(text_langs or []), *caption_langs])
-    return LanguagesResponse(text_languages=text_langs, caption_languages=caption_langs, names=names)
+    tagger = engine.components.get("tagger")
+    tag_langs = list(tagger.languages) if tagger is not None else []
+    names = language_names([*(text_langs or []), *caption_langs, *tag_langs])
+    return LanguagesResponse(
+        text_languages=text_langs, caption_languages=caption_langs, tag_languages=tag_langs, names=names
+    )

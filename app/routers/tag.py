@@ -1,17 +1,20 @@
 """``POST /tag?lang=fr,de&k=10``: an uploaded image → tags in each language, chosen with the image as context.
 
 The tagger is loaded at start-up by :func:`load_tagger_component` (a hook in ``app/main.py``), reusing the
-engine's loaded image encoder, text tower and caption index; vocabularies come from ``INDEX_DIR/tags``
-(``polyglot tags vocab build``).
+engine's loaded image encoder, text tower and caption index; vocabularies ship with the service
+(``indexer/assets/tags``, about 40 languages, embedded on first use) and can be built into ``INDEX_DIR/tags``
+(``polyglot tags vocab build``). Without ``lang`` the answer is in the user's language: the best language of the
+``Accept-Language`` header that has a vocabulary, else English.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, status
+from fastapi import APIRouter, Depends, File, Header, HTTPException, Query, Response, UploadFile, status
 from pydantic import BaseModel, Field
 
+from app.accept_language import preferred_language
 from app.engine import Engine, EngineDep
 from app.routers.common import ImageId, decoded_and_then, image_decode_side, read_upload, record_or_404
 from app.routers.images import verified_bytes_or_404
@@ -50,7 +53,29 @@ async def get_tagger(engine: EngineDep) -> Tagger:
 TaggerDep = Annotated[Tagger, Depends(get_tagger)]
 
 
-def _langs(tagger: Tagger, lang: str) -> list[str]:
+LangQuery = Annotated[
+    str | None,
+    Query(
+        min_length=2,
+        max_length=200,
+        description="Target languages, comma-separated: fr or fr,de. Default: the best language of the "
+        "Accept-Language header that has a tag vocabulary, else en.",
+    ),
+]
+AcceptLanguage = Annotated[
+    str | None,
+    Header(
+        alias="Accept-Language",
+        description="Used when `lang` is not given: `fr-CH, fr;q=0.9, en;q=0.8` → fr (the first language, by quality, "
+        "that has a tag vocabulary; a region falls back to its language), else en.",
+    ),
+]
+
+
+def _langs(tagger: Tagger, lang: str | None, accept_language: str | None, response: Response) -> list[str]:
+    if lang is None:
+        response.headers["Vary"] = "Accept-Language"  # the answer depends on the header: caches must key on it
+        lang = preferred_language(accept_language, tagger.languages)
     codes = [code.strip().lower() for code in lang.split(",") if code.strip()]
     if not codes or len(codes) > MAX_LANGS:
         raise HTTPException(
@@ -67,17 +92,19 @@ def _langs(tagger: Tagger, lang: str) -> list[str]:
     response_model=TagResponse,
     summary="Tags for an image in several languages",
     description="One tag per English source tag (ImageNet classes of the CNN, or words of the nearest English "
-    "captions), chosen from each language's vocabulary by W1·cos(image, tag) + W2·cos(source, tag). "
+    "captions), chosen from each language's vocabulary by W1·cos(image, tag) + W2·cos(source, tag), best score "
+    "first, without near-synonyms (the same English sense twice, or vectors too close). Vocabularies ship for about "
+    "40 languages; a language's first request embeds its vocabulary (seconds, once per text encoder). Without "
+    "`lang`: the Accept-Language header's best language that has a vocabulary, else en. "
     'Answer: `{"fr": [{"tag": "rive", "score": 0.41, "source": "bank"}, ...], "de": [...]}`.',
 )
 async def tag_upload(
     engine: EngineDep,
     tagger: TaggerDep,
+    response: Response,
     file: Annotated[UploadFile, File(description="An image (JPEG, PNG, WebP, …).")],
-    lang: Annotated[
-        str,
-        Query(min_length=2, max_length=200, description="Target languages, comma-separated: fr or fr,de."),
-    ],
+    lang: LangQuery = None,
+    accept_language: AcceptLanguage = None,
     k: Annotated[int | None, Query(ge=1, le=500, description="Tags per language (default 10, at most max_k).")] = None,
     source: Annotated[
         Literal["auto", "imagenet", "captions"] | None,
@@ -85,7 +112,7 @@ async def tag_upload(
     ] = None,
 ) -> TagResponse:
     await engine.run(tagger.refresh)  # vocabularies built with `polyglot tags vocab build` while serving
-    langs = _langs(tagger, lang)
+    langs = _langs(tagger, lang, accept_language, response)
     count = tagger.settings.default_k if k is None else k
     if count > tagger.settings.max_k:
         raise HTTPException(
@@ -131,16 +158,15 @@ def _tag_indexed(engine: Engine, tagger: Tagger, record: ImageRecord, langs: lis
 async def tag_indexed(
     engine: EngineDep,
     tagger: TaggerDep,
+    response: Response,
     image_id: ImageId,
-    lang: Annotated[
-        str,
-        Query(min_length=2, max_length=200, description="Target languages, comma-separated: fr or fr,de."),
-    ],
+    lang: LangQuery = None,
+    accept_language: AcceptLanguage = None,
     k: Annotated[int, Query(ge=1, le=500, description="Tags per language (at most max_k).")] = 10,
 ) -> TagResponse:
     record = await record_or_404(engine, image_id)
     await engine.run(tagger.refresh)
-    langs = _langs(tagger, lang)
+    langs = _langs(tagger, lang, accept_language, response)
     if k > tagger.settings.max_k:
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT, f"k must be at most {tagger.settings.max_k} (POLYGLOT_TAG_MAX_K)"

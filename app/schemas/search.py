@@ -98,4 +98,7 @@ class LanguagesResponse(BaseModel):
         default=None, max_length=500, description="ISO 639-1 codes queries can use; null = not declared."
     )
     caption_languages: list[str] = Field(max_length=500, description="Languages of the caption collection.")
+    tag_languages: list[str] = Field(
+        default_factory=list, max_length=500, description="Languages `/tag` answers in (shipped or built vocabularies)."
+    )
     names: dict[str, str] = Field(default_factory=dict, description="English names of the codes.")

@@ -7,7 +7,7 @@
 
 const $ = (id) => document.getElementById(id);
 const state = {
-  mode: "library", query: "", lang: "", imageId: null, file: null, offset: 0, k: 24, loading: false,
+  mode: "library", query: "", lang: "", detectedLang: "", imageId: null, file: null, offset: 0, k: 24, loading: false,
   cursor: null, month: "", libraryK: 40,
 };
 const PHONE = window.matchMedia("(max-width: 600px)");
@@ -45,6 +45,7 @@ async function loadLanguages() {
     select.appendChild(option);
   }
   state.captionLanguages = info.caption_languages;
+  state.tagLanguages = info.tag_languages || [];
 }
 
 // ------------------------------------------------------------------ URL state
@@ -342,6 +343,7 @@ async function runSearch(append = false) {
       if (state.lang) params.set("lang", state.lang);
       data = await api(`/v1/search?${params}`);
       const l = data.language || {};
+      state.detectedLang = l.detected || "";  // the language of the last query: tags are shown in it
       const detected = l.detected ? ` · detected ${l.detected}${l.supported === false ? " (not supported)" : ""}` : "";
       const shown = (append ? shownCount() : 0) + data.results.length;
       const what = data.sort === "date" ? `${shown} of ${data.total_images} images stand out, newest first`
@@ -428,9 +430,8 @@ async function openPhoto(id, push, hit = null) {
   if (!dialog.open) dialog.showModal();
   const wanted = state.lang && (state.captionLanguages || []).includes(state.lang) ? state.lang : null;
   $("detail-lang").textContent = wanted ? `(${wanted})` : "";
-  const tagLang = state.lang || "en";
-  $("detail-tags-lang").textContent = `(${tagLang})`;
-  await Promise.all([showFacts(id), showTags(id, tagLang), showCaptions(id, wanted)]);
+  $("detail-tags-lang").textContent = "";
+  await Promise.all([showFacts(id), showTags(id, tagLanguage()), showCaptions(id, wanted)]);
 }
 
 async function showFacts(id) {
@@ -463,11 +464,23 @@ async function showFacts(id) {
   }
 }
 
+// Tags in the language the user chose, else the one their last query was written in; with neither (or one without
+// a tag vocabulary) the server answers in the browser's language (Accept-Language), else English.
+function tagLanguage() {
+  for (const code of [state.lang, state.detectedLang]) {
+    if (code && (state.tagLanguages || []).includes(code)) return code;
+  }
+  return null;
+}
+
 async function showTags(id, lang) {
   const list = $("detail-tags");
   try {
-    const data = await api(`/v1/images/${id}/tags?lang=${encodeURIComponent(lang)}&k=8`);
-    for (const tag of data[lang] || []) {
+    const query = lang ? `lang=${encodeURIComponent(lang)}&` : "";
+    const data = await api(`/v1/images/${id}/tags?${query}k=8`);
+    const [code, tags] = Object.entries(data)[0] || [lang, []];
+    $("detail-tags-lang").textContent = code ? `(${code})` : "";
+    for (const tag of [...tags].sort((a, b) => b.score - a.score)) {
       const item = document.createElement("li");
       item.textContent = tag.tag;
       item.title = `${tag.source} · ${tag.score.toFixed(3)}`;

@@ -17,5 +17,12 @@ $PY -m training.evaluation.tagging_eval --data $DATA/m30k-f8k --lexicons $DATA/l
   --out docs/tagging/results.json
 
 # 3. gallery of ambiguous words and /tag latency
-$PY benchmarks/tagging_gallery.py --out docs/tagging/gallery.md
+$PY benchmarks/tagging_gallery.py --out docs/tagging/gallery-ambiguous.md
 $PY benchmarks/tagging_latency.py --requests 40 --warmup 10 --captions --out docs/tagging/latency.json
+
+# 4. the shipped vocabularies (issue 35): rebuild the word files (reproducible), measure them on the 700
+#    imagenet-samples photos in the 13 imagenet-labels languages (rewrites docs/tagging/shipped/hits.{json,md} and
+#    docs/tagging/gallery.md), and time POST /tag on a fresh install with 1-3 languages (no other job running)
+.venv/bin/polyglot tags vocab ship --lexicons $DATA/lexicons --data $DATA
+$PY -m training.evaluation.shipped_tags --before
+$PY benchmarks/tagging_latency.py --shipped --requests 40 --warmup 5 --out docs/tagging/latency-shipped.json

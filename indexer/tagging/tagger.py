@@ -20,7 +20,8 @@ from PIL import Image
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
 from indexer.settings import TaggingSettings
-from indexer.tagging.ranking import contextual_tags
+from indexer.tagging.ranking import assign_tags, by_score, contextual_tags
+from indexer.tagging.shipped import ShippedVocabularies
 from indexer.tagging.source_tags import (
     CaptionRetriever,
     SourceKind,
@@ -70,6 +71,7 @@ class Tagger:
         captions: CaptionRetriever | None = None,
         fingerprint: str | None = None,
         store: VocabularyStore | None = None,
+        shipped: ShippedVocabularies | None = None,
     ) -> None:
         self.image_encoder = image_encoder
         self.text = text
@@ -79,8 +81,14 @@ class Tagger:
         self.fingerprint = fingerprint
         self._lock = threading.Lock()
         self._source_vectors: dict[str, np.ndarray] = {}
+        # The CNN's class names (the ImageNet source tags) and, per vocabulary, their cosines to every tag: computed
+        # once (about a second for 3,000 tags), so a request reads 10 rows instead of a (10 × 1,280) · (1,280 × n) product.
+        self._class_rows: dict[str, int] = {}
+        self._class_vectors = np.zeros((0, 0), np.float32)
+        self._class_tables: dict[str, tuple[Vocabulary, np.ndarray]] = {}
         self._vocabularies: dict[str, Vocabulary] = {}
         self.store = store
+        self.shipped = shipped  # the languages that ship (embedded on first use); a built vocabulary comes first
         self._checked = time.monotonic()
         self.set_vocabularies(vocabularies)
 
@@ -113,7 +121,19 @@ class Tagger:
 
     @property
     def languages(self) -> list[str]:
-        return sorted(self._vocabularies)
+        """Languages with a built or a shipped vocabulary."""
+        shipped = self.shipped.languages if self.shipped is not None else []
+        return sorted(set(self._vocabularies) | set(shipped))
+
+    def vocabulary(self, lang: str) -> Vocabulary:
+        """The vocabulary of ``lang``: the one built beside the index, else the shipped one (embedded now if this
+        text side never did: seconds, once)."""
+        built = self._vocabularies.get(lang)
+        if built is not None:
+            return built
+        if self.shipped is not None and lang in self.shipped.languages:
+            return self.shipped.get(lang)
+        raise UnknownLanguageError([lang], self.languages)
 
     @property
     def vocabularies(self) -> dict[str, Vocabulary]:
@@ -139,7 +159,8 @@ class Tagger:
 
     def check_languages(self, langs: Sequence[str]) -> list[str]:
         wanted = [lang.strip().lower() for lang in langs if lang.strip()]
-        unknown = [lang for lang in wanted if lang not in self._vocabularies]
+        available = set(self.languages)
+        unknown = [lang for lang in wanted if lang not in available]
         if unknown or not wanted:
             raise UnknownLanguageError(unknown or ["(none given)"], self.languages)
         return list(dict.fromkeys(wanted))
@@ -168,8 +189,23 @@ class Tagger:
     def remember_sources(self, tags: Sequence[str], vectors: np.ndarray) -> None:
         """Seed the source-tag vectors (the CNN's class names at load, so that ``/tag`` with ImageNet source
         tags never runs the text encoder: measured, a new class name cost a main-tower e5-small call)."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         with self._lock:
-            self._source_vectors.update(zip(tags, np.asarray(vectors, dtype=np.float32), strict=True))
+            self._source_vectors.update(zip(tags, vectors, strict=True))
+            self._class_rows = {tag: row for row, tag in enumerate(tags)}
+            self._class_vectors = vectors
+            self._class_tables = {}
+
+    def _source_similarities(self, lang: str, vocabulary: Vocabulary, sources: Sequence[str]) -> np.ndarray | None:
+        """cos(source, tag) for every tag, (len(sources), n), when every source is a remembered class name."""
+        if not sources or any(source not in self._class_rows for source in sources):
+            return None
+        rows = [self._class_rows[source] for source in sources]
+        cached = self._class_tables.get(lang)
+        if cached is None or cached[0] is not vocabulary:  # a vocabulary rebuilt or reloaded: its own table
+            cached = (vocabulary, np.ascontiguousarray(self._class_vectors @ vocabulary.vectors.T))
+            self._class_tables[lang] = cached  # one assignment: a concurrent request computes its own or reads this
+        return cached[1][rows]
 
     def embed_sources(self, tags: Sequence[str]) -> np.ndarray:
         with self._lock:
@@ -195,18 +231,30 @@ class Tagger:
         w1: float | None = None,
         w2: float | None = None,
     ) -> list[Tag]:
-        vocabulary = self._vocabularies[lang]
+        """Tags of ``lang`` for the English ``sources``, best score first, no near-synonym twice (the same English
+        sense, or vectors closer than ``POLYGLOT_TAG_MAX_SIMILARITY``)."""
+        vocabulary = self.vocabulary(lang)
         if not sources:
             return []
-        ranked = contextual_tags(
-            image_vector,
-            self.embed_sources(sources),
-            vocabulary.vectors,
-            self.settings.w1 if w1 is None else w1,
-            self.settings.w2 if w2 is None else w2,
-        )
+        w1 = self.settings.w1 if w1 is None else w1
+        w2 = self.settings.w2 if w2 is None else w2
+        known = self._source_similarities(lang, vocabulary, sources)
+        if known is not None:  # eq. 5 with the precomputed cos(S_j, T_i)
+            image_sim = vocabulary.vectors @ np.asarray(image_vector, dtype=np.float32).reshape(-1)
+            scores = (w1 * image_sim[None, :] + w2 * known).astype(np.float32)
+            ranked = assign_tags(scores, vocabulary.vectors, vocabulary.sources, self.settings.max_similarity)
+        else:
+            ranked = contextual_tags(
+                image_vector,
+                self.embed_sources(sources),
+                vocabulary.vectors,
+                w1,
+                w2,
+                senses=vocabulary.sources,
+                max_similarity=self.settings.max_similarity,
+            )
         written = vocabulary.display or vocabulary.words
-        return [Tag(written[r.target], r.score, sources[r.source]) for r in ranked]
+        return [Tag(written[r.target], r.score, sources[r.source]) for r in by_score(ranked)]
 
     def tag_features(
         self, features: np.ndarray, langs: Sequence[str], k: int, source: str | None = None
@@ -228,7 +276,7 @@ class Tagger:
     def tag(
         self, image: Image.Image, langs: Sequence[str], k: int | None = None, source: str | None = None
     ) -> dict[str, list[Tag]]:
-        """``{lang: [Tag, ...]}``: up to ``k`` tags per language, one per English source tag, in source order."""
+        """``{lang: [Tag, ...]}``: up to ``k`` tags per language, one per English source tag, best score first."""
         k = self.settings.default_k if k is None else k
         if not 1 <= k <= self.settings.max_k:
             raise ValueError(f"k must be between 1 and {self.settings.max_k}, got {k}")

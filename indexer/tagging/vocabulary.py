@@ -36,12 +36,16 @@ class Vocabulary:
     vectors: np.ndarray  # (len(words), dim) float32 unit rows, aligned with words
     info: dict[str, Any] = field(default_factory=dict)
     display: list[str] | None = None  # how each word is written (German nouns capitalised); default: words
+    # The English word each tag translates (shipped vocabularies): two tags of one source are one sense twice.
+    sources: list[str] | None = None
 
     def __post_init__(self) -> None:
         if not (len(self.words) == len(self.counts) == len(self.vectors)):
             raise ValueError(f"{len(self.words)} words, {len(self.counts)} counts, {len(self.vectors)} vectors")
         if self.display is None or len(self.display) != len(self.words):
             self.display = list(self.words)
+        if self.sources is not None and len(self.sources) != len(self.words):
+            raise ValueError(f"{len(self.words)} words but {len(self.sources)} English sources")
 
     def __len__(self) -> int:
         return len(self.words)

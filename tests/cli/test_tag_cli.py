@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,8 @@ def test_word_list_vocabulary(cli_env: Path) -> None:
     assert "fr v1: 3 tags" in output
 
 
-def test_tag_an_image_as_json(cli_env: Path) -> None:
+def test_tag_an_image_as_json(cli_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POLYGLOT_TAG_MAX_SIMILARITY", "1")  # the fake tower's vectors are close: keep near-synonyms
     assert invoke("tags", "vocab", "build", "--lang", "fr", "captions.jsonl", "--min-count", "1", "-q")[0] == 0
     image = write_random_images(cli_env / "photos", 1)[0]
     code, output = invoke("tag", str(image), "--lang", "fr", "--k", "3", "--json")
@@ -83,8 +85,8 @@ def test_user_mistakes_are_one_line_errors(cli_env: Path) -> None:
     code, output = invoke("tag", "captions.jsonl", "--lang", "fr")
     assert code == 2 and "not an image" in output
     image = write_random_images(cli_env / "photos", 1)[0]
-    code, output = invoke("tag", str(image), "--lang", "de")
-    assert code == 2 and "available languages: fr" in output
+    code, output = invoke("tag", str(image), "--lang", "eo")
+    assert code == 2 and "no tag vocabulary for eo" in output and "available languages: af, ar" in output
     code, output = invoke("tag", str(image), "--lang", "fr", "--source", "wiki")
     assert code == 2 and "unknown --source" in output
     assert "Traceback" not in output
@@ -104,3 +106,40 @@ def test_tag_uses_the_indexed_english_captions_when_present(cli_env: Path) -> No
     assert sources <= {"dog", "runs", "beach", "red", "car", "street"}
     code, output = invoke("tag", str(image), "--lang", "fr", "--k", "2", "--json", "--source", "imagenet")
     assert code == 0 and {t["source"] for t in json.loads(output)["fr"]} <= {"red", "green", "blue"}
+
+
+TEN = ["en", "de", "fr", "cs", "pt", "zh", "ja", "ar", "es", "uk"]
+
+
+def test_shipped_vocabularies_tag_on_a_fresh_index(cli_env: Path) -> None:
+    """No `tags vocab build`: ten languages from the shipped words; the tables list the best score first."""
+    from indexer.asset_paths import SHIPPED_TAGS
+    from indexer.tagging.shipped import ShippedWords
+
+    image = write_random_images(cli_env / "photos", 1)[0]
+    code, output = invoke("tag", str(image), "--lang", ",".join(TEN), "--k", "3", "--json")
+    assert code == 0, output
+    answer = json.loads(output)
+    assert list(answer) == TEN
+    for lang, tags in answer.items():
+        assert tags and {t["tag"] for t in tags} <= set(ShippedWords(lang, SHIPPED_TAGS / f"{lang}.tsv").shown)
+    code, output = invoke("tag", str(image), "--lang", "fr,de", "--k", "3")
+    assert code == 0, output
+    for lang in ("fr", "de"):
+        table = output.split(f"— {lang}")[1].split("—")[0]
+        scores = [float(s) for s in re.findall(r"(?<![\d.])-?\d\.\d{3}(?![\d.])", table)]
+        assert len(scores) == len(answer[lang]) and scores == sorted(scores, reverse=True)
+    code, output = invoke("tags", "vocab", "list", "--json")
+    listing = {row["lang"]: row for row in json.loads(output)}
+    assert listing["fr"]["kind"] == "shipped" and set(TEN) <= set(listing)
+
+
+def test_embed_the_shipped_vocabularies_at_set_up(cli_env: Path) -> None:
+    code, output = invoke("tags", "vocab", "embed", "--lang", "fr,de", "-q")
+    assert code == 0, output
+    assert "fr: " in output and "tags embedded for text side" in output
+    code, output = invoke("tags", "vocab", "embed", "--lang", "fr", "-q")
+    assert code == 0 and "tags cached for text side" in output  # once per text side
+    assert len(list((cli_env / "home/cache/tag-vectors").iterdir())) == 1
+    code, output = invoke("tags", "vocab", "embed", "--lang", "eo")
+    assert code == 2 and "no shipped tag vocabulary for eo" in output

@@ -25,10 +25,12 @@ def test_image_context_chooses_the_sense_of_bank() -> None:
 def test_several_languages_and_one_target_per_source() -> None:
     result = make_tagger().tag(solid(BLUE), ["fr", "de"], k=3)
     assert set(result) == {"fr", "de"}
-    assert [t.source for t in result["fr"]] == ["bank", "lakeshore", "dog"]
-    fr = [t.tag for t in result["fr"]]
-    assert fr[0] == "rive" and len(set(fr)) == 3  # lakeshore's best (rive) is taken: it gets the next one
+    assert sorted(t.source for t in result["fr"]) == ["bank", "dog", "lakeshore"]
+    fr = {t.source: t.tag for t in result["fr"]}
+    assert fr["bank"] == "rive" and len(set(fr.values())) == 3  # lakeshore's best (rive) is taken: the next one
     assert result["de"][0].tag == "ufer"
+    for tags in result.values():  # best score first, whatever the order of the source tags
+        assert [t.score for t in tags] == sorted((t.score for t in tags), reverse=True)
 
 
 def test_scores_follow_equation_5() -> None:
@@ -109,3 +111,15 @@ def test_empty_caption_index_falls_back_in_auto_and_is_an_error_when_asked_for()
     assert [t.source for t in tagger.tag(solid(BLUE), ["fr"], k=2)["fr"]] == ["bank", "lakeshore"]
     with pytest.raises(ValueError, match="polyglot index captions add"):
         tagger.tag(solid(BLUE), ["fr"], k=2, source="captions")
+
+
+def test_remembered_class_names_give_the_same_tags_from_their_precomputed_cosines() -> None:
+    tagger = make_tagger()
+    direct = tagger.tag(solid(BLUE), ["fr", "de"], k=3)
+    names = ["bank", "lakeshore", "dog"]  # the fake CNN's class names, cleaned
+    tagger.remember_sources(names, FakeTextEmbedder().embed(names))
+    table = tagger.tag(solid(BLUE), ["fr", "de"], k=3)
+    assert set(tagger._class_tables) == {"fr", "de"}  # the precomputed path was taken
+    for lang in ("fr", "de"):
+        assert [(t.tag, t.source) for t in table[lang]] == [(t.tag, t.source) for t in direct[lang]]
+        assert [t.score for t in table[lang]] == pytest.approx([t.score for t in direct[lang]], abs=1e-6)

