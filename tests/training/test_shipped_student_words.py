@@ -49,7 +49,10 @@ def ranks() -> dict[str, int]:
     queries = list(CASES)
     scores = student.embed(queries, None) @ prototypes.T
     order = np.argsort(-scores, axis=1)
-    return {query: int(min(np.flatnonzero(np.isin(row, list(CASES[query]))))) for query, row in zip(queries, order)}
+    return {
+        query: int(min(np.flatnonzero(np.isin(row, list(CASES[query])))))
+        for query, row in zip(queries, order, strict=True)
+    }
 
 
 @pytest.mark.parametrize("query", list(CASES))
