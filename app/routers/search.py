@@ -268,7 +268,7 @@ def _page(
             image_url=IMAGE_URL.format(id=h.id),
             preview_url=PREVIEW_URL.format(id=h.id),
             metadata=metadata[h.id],
-            stack=stack_info(stacks, h.id),
+            stack=stack_info(stacks, h.id) if stacks is not None else None,  # no hop into stacking unasked
         )
         for position, h in enumerate(hits)
         if h.id in metadata  # removed between the FAISS search and the SQL read: skip, never 500

@@ -41,20 +41,19 @@ class TmpfsDisk:
         self.filler = folder / "filler.bin"
 
     def fill(self) -> None:
-        with open(self.filler, "ab") as handle:
+        # Unbuffered: a write the disk refuses leaves nothing in a buffer for close() to fail on again.
+        with open(self.filler, "ab", buffering=0) as handle:
             block = b"\0" * (64 * 1024)
             try:
                 while True:
                     handle.write(block)
-                    handle.flush()
             except OSError as exc:
                 assert exc.errno == errno.ENOSPC
         for small in (4096, 512, 1):  # the last partial blocks too
             try:
-                with open(self.filler, "ab") as handle:
+                with open(self.filler, "ab", buffering=0) as handle:
                     while True:
                         handle.write(b"\0" * small)
-                        handle.flush()
             except OSError:
                 pass
 

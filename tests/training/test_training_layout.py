@@ -8,7 +8,7 @@ from pathlib import Path
 
 TRAINING = Path(__file__).resolve().parents[2] / "training"
 SHARED = {"data", "losses", "evaluation", "schedule"}
-FAMILIES = {"tower", "student", "align", "smalr", "translator", "clc"}
+FAMILIES = {"tower", "student", "align", "smalr", "translator", "clc", "tag_vocab"}
 REUSED = {"training.tower.space"}  # the space a tower is trained in: also SMALR's and the Translator's
 
 
