@@ -68,7 +68,8 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
     ) -> None:
         """Train the served student: e5-small's first layers fine-tuned end to end into the image space.
 
-        Image–caption, distillation, concept and language-keeping terms; resumable (run it again to go on).
+        Image–caption, distillation, concept (class names in English and translated word by word), word-translation
+        and language-keeping terms; resumable (run it again to go on).
 
         Writes a student folder servable as POLYGLOT_TOWER_PATH."""
         from indexer.asset_paths import SHIPPED_STUDENT, research_tower_path

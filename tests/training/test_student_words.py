@@ -17,6 +17,7 @@ from training.student.words import (
     plausible_translation,
     pseudo_class_names,
     read_lexicon,
+    read_lexicons,
     word_pairs,
 )
 
@@ -71,7 +72,7 @@ def test_word_pairs_hold_out_english_words_with_all_their_translations(tmp_path:
     write_lexicon(tmp_path, "de", [f"w{c}\tx{c}de" for c in letters] + ["pizza\tpizza"])
     write_lexicon(tmp_path, "fr", [f"w{c}\tx{c}fr" for c in letters])
     vocabulary = {f"w{c}" for c in letters} | {"pizza", "unknown"}
-    train, held = word_pairs(tmp_path, vocabulary, holdout=0.25, seed=0)
+    train, held = word_pairs(read_lexicons(tmp_path), vocabulary, holdout=0.25, seed=0)
     assert len(held.english) == 5 and len(train.english) == 15  # "pizza" has no real translation, "unknown" none
     assert not set(train.english) & set(held.english)
     for pairs in (train, held):
@@ -99,7 +100,7 @@ def test_english_vocabulary_counts_caption_words_and_adds_class_names(tmp_path: 
 def test_class_names_are_translated_word_by_word_only_when_every_word_translates(tmp_path: Path) -> None:
     write_lexicon(tmp_path, "de", ["goldfish\tgoldfisch", "shark\thai", "white\tweiß"])
     write_lexicon(tmp_path, "ja", ["white\t白", "shark\tサメ"])
-    names = pseudo_class_names(tmp_path, ["goldfish", "great white shark", "white shark"], variants=2)
+    names = pseudo_class_names(read_lexicons(tmp_path), ["goldfish", "great white shark", "white shark"], variants=2)
     found = set(zip(names.lang, names.text, names.label.tolist(), strict=True))
     # "great" has no translation: that name is left out; Japanese joins words without spaces.
     assert found == {("de", "goldfisch", 0), ("de", "weiß hai", 2), ("ja", "白サメ", 2)}

@@ -16,7 +16,7 @@ from training.evaluation.retrieval_metrics import t2i_ranks
 from training.student.corpus import PhotoCaptions, concepts, photo_captions, translations
 from training.student.teacher import teacher_vectors
 from training.student.train import Inputs, Student, StudentRecipe, embed_texts, train_student
-from training.student.words import WordPairs, english_vocabulary, pseudo_class_names, word_pairs
+from training.student.words import WordPairs, english_vocabulary, pseudo_class_names, read_lexicons, word_pairs
 
 HOLDOUT_LANGS = ("en", "de", "fr", "cs", "pt", "zh", "ja", "ar")
 # The training curve's word-translation check: held-out English words, their translations in these languages.
@@ -102,16 +102,17 @@ def run_student(
     checks = [holdout_check(held)] if held is not None else []
     words = word_targets = pseudo = None
     if data.lexicons is not None:
+        tables = read_lexicons(data.lexicons)  # ~41 files: read once for both uses
         if recipe.words_per_step and word_teacher is not None:
             captions = [data.data / "captions.jsonl", data.text_corpus / "captions.jsonl"]
             vocabulary = english_vocabulary(captions, imagenet_class_names())
-            words, held_words = word_pairs(data.lexicons, vocabulary, holdout=data.holdout, seed=recipe.seed)
+            words, held_words = word_pairs(tables, vocabulary, holdout=data.holdout, seed=recipe.seed)
             word_targets = teacher_vectors(
                 word_teacher, words.english, cache_dir, name=f"word-teacher:{word_teacher.fingerprint}"
             )
             checks.append(word_check(held_words))
         if recipe.pseudo_concept_share:
-            pseudo = pseudo_class_names(data.lexicons, imagenet_class_names(), seed=recipe.seed)
+            pseudo = pseudo_class_names(tables, imagenet_class_names(), seed=recipe.seed)
 
     def evaluate(model: Student, inputs: Inputs) -> dict[str, float]:
         return {key: value for check in checks for key, value in check(model, inputs).items()}

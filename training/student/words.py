@@ -97,6 +97,11 @@ def read_lexicon(path: Path, lang: str) -> dict[str, list[str]]:
     return table
 
 
+def read_lexicons(folder: Path, langs: Sequence[str] | None = None) -> dict[str, dict[str, list[str]]]:
+    """Every language's table (:func:`read_lexicon`), read once for the words term and the translated names."""
+    return {lang: read_lexicon(Path(folder) / f"en-{lang}.tsv", lang) for lang in langs or lexicon_languages(folder)}
+
+
 def english_vocabulary(caption_files: Iterable[Path], class_names: Sequence[str], min_count: int = 3) -> set[str]:
     """English words of the photo captions seen at least ``min_count`` times, and every word of the class names."""
     counts: Counter[str] = Counter()
@@ -113,16 +118,13 @@ def english_vocabulary(caption_files: Iterable[Path], class_names: Sequence[str]
 
 
 def word_pairs(
-    lexicons: Path,
+    tables: dict[str, dict[str, list[str]]],
     vocabulary: set[str],
     holdout: float = 0.05,
     seed: int = 0,
-    langs: Sequence[str] | None = None,
 ) -> tuple[WordPairs, WordPairs]:
-    """(train, held-out) pairs of every lexicon language; held-out English words (a seeded share) never train."""
-    tables = {
-        lang: read_lexicon(Path(lexicons) / f"en-{lang}.tsv", lang) for lang in langs or lexicon_languages(lexicons)
-    }
+    """(train, held-out) pairs of every language of ``tables`` (:func:`read_lexicons`); held-out English words (a
+    seeded share) never train."""
     english = sorted(word for word in vocabulary if any(word in table for table in tables.values()))
     order = list(english)
     random.Random(seed).shuffle(order)
@@ -147,13 +149,12 @@ def word_pairs(
 
 
 def pseudo_class_names(
-    lexicons: Path, class_names: Sequence[str], variants: int = 2, seed: int = 0, langs: Sequence[str] | None = None
+    tables: dict[str, dict[str, list[str]]], class_names: Sequence[str], variants: int = 2, seed: int = 0
 ) -> PseudoNames:
-    """Each class name translated word by word into every lexicon language where all its words translate."""
+    """Each class name translated word by word into every language of ``tables`` where all its words translate."""
     rng = random.Random(seed)
     text, lang, label = [], [], []
-    for code in langs or lexicon_languages(lexicons):
-        table = read_lexicon(Path(lexicons) / f"en-{code}.tsv", code)
+    for code, table in tables.items():
         joiner = "" if code in NO_SPACES else " "
         for index, name in enumerate(class_names):
             words = name.lower().replace("-", " ").split()
