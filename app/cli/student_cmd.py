@@ -39,6 +39,19 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             None, help="Text side whose English vectors the words term targets (default: the shipped student)."
         ),
         words_per_step: int = typer.Option(96, min=0, help="Dictionary words per step (0: no words term)."),
+        muse_word_share: float = typer.Option(
+            0.0,
+            min=0.0,
+            max=1.0,
+            help="mUSE as a second word teacher: the share of its soft-concept reading in the target of a "
+            "class-name word's translation in its 15 languages (0: the word teacher alone).",
+        ),
+        muse_words_per_step: int = typer.Option(
+            0,
+            min=0,
+            help="Class-name words' translations in mUSE's languages drawn this many more per step (taught by "
+            "mUSE with --muse-word-share, else by the word teacher alone).",
+        ),
         pseudo_concept_share: float = typer.Option(
             0.5, min=0.0, max=1.0, help="Share of the step's class names given as word-by-word translations."
         ),
@@ -73,7 +86,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
 
         Writes a student folder servable as POLYGLOT_TOWER_PATH."""
         from indexer.asset_paths import SHIPPED_STUDENT, research_tower_path
-        from indexer.encoders import build_image_encoder
+        from indexer.encoders import build_image_encoder, build_text_encoder
         from indexer.query.models import load_text_tower
         from training.student.run import StudentData, run_student
         from training.student.train import StudentRecipe
@@ -92,6 +105,8 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             words_per_step=words_per_step if use_lexicons else 0,
             pseudo_concept_share=pseudo_concept_share if use_lexicons else 0.0,
             case_forms=case_forms,
+            muse_word_share=muse_word_share if use_lexicons and words_per_step else 0.0,
+            muse_words_per_step=muse_words_per_step if use_lexicons and words_per_step else 0,
             trunk_lr=trunk_lr,
             head_lr=head_lr,
             weights={
@@ -119,11 +134,13 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
                 settings, teacher or research_tower_path(), sentence_cache=settings.resolved_cache_dir
             )
             image_encoder = build_image_encoder(settings)
-            words_teacher = None
+            words_teacher = muse = None
             if use_lexicons and words_per_step:
                 words_teacher = load_text_tower(
                     settings, word_teacher or SHIPPED_STUDENT, sentence_cache=settings.resolved_cache_dir
                 )
+            if recipe.muse_word_share:
+                muse = build_text_encoder(settings, "muse")
             run_student(
                 out,
                 recipe,
@@ -134,6 +151,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
                 settings.resolved_cache_dir,
                 stop_after=stop_after,
                 word_teacher=words_teacher,
+                muse=muse,
             )
         except USER_ERRORS as exc:
             raise fail(str(exc)) from None

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.encoders.base import ImageEncoder
+from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.imagenet import imagenet_class_names
 from indexer.image_space import ImageSpace
 from indexer.tower import TextEmbedder
+from training.data.features import text_embeddings
 from training.evaluation.retrieval_metrics import t2i_ranks
 from training.student.corpus import PhotoCaptions, concepts, photo_captions, translations
+from training.student.muse_teacher import blend_targets, class_name_words, muse_rows, soft_concepts
 from training.student.teacher import teacher_vectors
 from training.student.train import Inputs, Student, StudentRecipe, embed_texts, train_student
 from training.student.words import WordPairs, english_vocabulary, pseudo_class_names, read_lexicons, word_pairs
@@ -78,6 +80,31 @@ def word_check(
     return evaluate
 
 
+def muse_word_targets(
+    words: WordPairs,
+    targets: np.ndarray,
+    muse: TextEncoder | None,
+    prototypes: np.ndarray,
+    recipe: StudentRecipe,
+    cache_dir: Path,
+) -> tuple[WordPairs, np.ndarray, np.ndarray]:
+    """The words term's pairs and targets with mUSE's soft-concept reading blended into the targets of the
+    class-name words' translations in its languages (:mod:`training.student.muse_teacher`), and those rows. With
+    ``recipe.muse_word_share`` 0 the rows keep the word teacher's targets (the ablation's control: the same rows
+    drawn as often, taught by the first teacher alone) and mUSE is not read."""
+    class_names = imagenet_class_names()
+    rows = muse_rows(words, class_name_words(class_names))
+    if not recipe.muse_word_share:
+        return words, targets, rows
+    if muse is None:
+        raise ValueError("muse_word_share needs the mUSE encoder")
+    translated = text_embeddings(muse, [words.text[i] for i in rows], cache_dir, desc="word teacher (mUSE)")
+    names = text_embeddings(muse, class_names, cache_dir, desc="class names")
+    soft = soft_concepts(translated, names, prototypes, recipe.muse_temperature)
+    blended, blended_targets = blend_targets(words, targets, rows, soft, recipe.muse_word_share)
+    return blended, blended_targets, rows
+
+
 def run_student(
     out: Path,
     recipe: StudentRecipe,
@@ -88,9 +115,11 @@ def run_student(
     cache_dir: Path,
     stop_after: int | None = None,
     word_teacher: TextEmbedder | None = None,
+    muse: TextEncoder | None = None,
 ) -> Path:
     """``word_teacher``: the text side whose English vectors the words term pulls translations to (the previously
-    served student by default: it knows English object names; a fixed teacher, as in Reimers & Gurevych)."""
+    served student by default: it knows English object names; a fixed teacher, as in Reimers & Gurevych).
+    ``muse``: the mUSE sentence encoder, the second word teacher when ``recipe.muse_word_share`` > 0."""
     photos, held = photo_captions(
         data.data, data.extra_photo_captions, image_encoder, space, cache_dir, holdout=data.holdout, seed=recipe.seed
     )
@@ -100,7 +129,7 @@ def run_student(
         image_encoder.load()
     names = concepts(image_encoder)
     checks = [holdout_check(held)] if held is not None else []
-    words = word_targets = pseudo = None
+    words = word_targets = pseudo = taught = None
     if data.lexicons is not None:
         tables = read_lexicons(data.lexicons)  # ~41 files: read once for both uses
         if recipe.words_per_step and word_teacher is not None:
@@ -111,6 +140,10 @@ def run_student(
                 word_teacher, words.english, cache_dir, name=f"word-teacher:{word_teacher.fingerprint}"
             )
             checks.append(word_check(held_words))
+            if recipe.muse_word_share or recipe.muse_words_per_step:
+                words, word_targets, taught = muse_word_targets(
+                    words, word_targets, muse, names.prototypes, recipe, cache_dir
+                )
         if recipe.pseudo_concept_share:
             pseudo = pseudo_class_names(tables, imagenet_class_names(), seed=recipe.seed)
 
@@ -131,4 +164,5 @@ def run_student(
         words=words,
         word_teacher=word_targets,
         pseudo_names=pseudo,
+        muse_rows=taught,
     )

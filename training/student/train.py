@@ -76,6 +76,13 @@ class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its tw
     # Of the step's class names, this share are word-by-word translations (a language drawn uniformly).
     pseudo_concept_share: float = 0.5
     case_forms: bool = True  # words and class names drawn lower-case, Capitalised or UPPER (words.CASE_WEIGHTS)
+    # mUSE as a second word teacher (training.student.muse_teacher): the share of its soft-concept reading in the
+    # target of a class-name word's translation in its languages (0: the word teacher alone), and its τ.
+    muse_word_share: float = 0.0
+    muse_temperature: float = 0.02
+    # Of those mUSE-taught pairs, this many more per step (a mUSE language drawn uniformly, then a pair), on top of
+    # words_per_step: drawn with the other words they are ~1 in 40 of the words term's rows.
+    muse_words_per_step: int = 0
     trunk_lr: float = 5e-5
     head_lr: float = 1e-3
     warmup: int = 100  # the student's own default of a schedule field
@@ -194,11 +201,18 @@ class Sampler:
         recipe: StudentRecipe,
         words: WordPairs | None = None,
         pseudo_names: PseudoNames | None = None,
+        muse_rows: np.ndarray | None = None,
     ):
         self.photos, self.translations, self.concepts, self.recipe = photos, translations, concepts, recipe
         self.words, self.pseudo_names = words, pseudo_names
         self.word_langs = _by_group(words.lang) if words is not None else {}
         self.word_lang_codes = sorted(self.word_langs)
+        # The mUSE-taught rows of ``words`` (training.student.muse_teacher.muse_rows) by language.
+        self.muse_langs: dict[str, np.ndarray] = {}
+        if words is not None and muse_rows is not None and len(muse_rows):
+            self.muse_langs = {
+                lang: muse_rows[rows] for lang, rows in _by_group([words.lang[i] for i in muse_rows]).items()
+            }
         self.pseudo_langs = _by_group(pseudo_names.lang) if pseudo_names is not None else {}
         # Per photo, its captions by language: a photo's language is drawn first, then one of its captions.
         self.photo_langs: list[dict[str, np.ndarray]] = [{} for _ in photos.images]
@@ -239,6 +253,13 @@ class Sampler:
         if self.words is not None and r.words_per_step:
             codes = rng.integers(len(self.word_lang_codes), size=r.words_per_step)
             word_rows = [int(rng.choice(self.word_langs[self.word_lang_codes[code]])) for code in codes]
+            if self.muse_langs and r.muse_words_per_step:
+                muse_codes = sorted(self.muse_langs)
+                for pick in rng.integers(len(muse_codes), size=r.muse_words_per_step):
+                    word_rows.append(int(rng.choice(self.muse_langs[muse_codes[pick]])))
+                codes = np.concatenate(
+                    [codes, [self.word_lang_codes.index(self.words.lang[i]) for i in word_rows[len(codes) :]]]
+                )
             word_texts = [self.words.text[i] for i in word_rows]
             word_sources, word_langs = self.words.source[word_rows], codes.astype(np.int64)
         if r.case_forms:
@@ -326,11 +347,13 @@ def train_student(
     words: WordPairs | None = None,
     word_teacher: np.ndarray | None = None,
     pseudo_names: PseudoNames | None = None,
+    muse_rows: np.ndarray | None = None,
 ) -> Path:
     """Run (or resume) the recipe into ``out``; returns ``out``, a student folder once the last step is done.
     ``stop_after``: stop (with a checkpoint) after this many steps of this call, to spread a run over sessions.
     ``words`` with ``word_teacher`` (the teacher's unit vectors of ``words.english``): the word-translation term;
-    ``pseudo_names``: translated class names for the concept term."""
+    ``pseudo_names``: translated class names for the concept term; ``muse_rows``: the rows of ``words`` that mUSE
+    teaches (their targets already blended into ``word_teacher``), ``muse_words_per_step`` more of them a step."""
     if (words is None) != (word_teacher is None):
         raise ValueError("words and word_teacher go together")
     out = Path(out)
@@ -363,7 +386,7 @@ def train_student(
     # The model's own lower layers (frozen: no gradient reaches them), as loaded from --init where given.
     states = FrozenStates(model.trunk, batcher, recipe.frozen_layers) if recipe.frozen_layers else None
     inputs = Inputs(batcher, states)
-    sampler = Sampler(photos, translations, concepts, recipe, words, pseudo_names)
+    sampler = Sampler(photos, translations, concepts, recipe, words, pseudo_names, muse_rows)
     word_teacher_t = torch.from_numpy(word_teacher).to(recipe.device) if word_teacher is not None else None
     image_vectors = torch.from_numpy(photos.vectors).to(recipe.device)
     teacher_t = torch.from_numpy(teacher).to(recipe.device)
