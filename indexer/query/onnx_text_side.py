@@ -40,6 +40,7 @@ STUDENT_KIND = "e5-student"
 STUDENT_ENCODER = "e5-student"
 CONFIG_FILE = "config.json"
 HEAD_FILE = "model.safetensors"
+OPTIMIZED_DIR = "onnx-optimized"  # under CACHE_DIR: the trunk's graph as ONNX Runtime optimised it on this machine
 
 
 class StudentTrunk(E5OnnxEncoder):
@@ -50,7 +51,7 @@ class StudentTrunk(E5OnnxEncoder):
     def __init__(self, folder: Path, models_dir: Path, variant: E5Variant, device: str, cache_dir: Path) -> None:
         super().__init__(models_dir, variant=variant, device=device, export=student_export(folder))
         self.folder = folder
-        self.cache_dir = cache_dir  # where the tokenizer's tables are kept (E5Tokenizer.kept)
+        self.cache_dir = cache_dir  # where the tokenizer's tables and the optimised graph are kept
 
     def _load(self) -> None:
         # Checking the build's checksums and opening its session run in native code that releases the GIL: in a
@@ -68,7 +69,10 @@ class StudentTrunk(E5OnnxEncoder):
             raise ModelFileMissingError(f"{built} was not built from {self.folder / STUDENT_TRUNK_DELTA}")
         files = verify(self.export, self.models_dir)
         return open_session(
-            files[STUDENT_INT8_FILE if self.variant == "int8" else STUDENT_FP32_FILE], threads=None, device=self.device
+            files[STUDENT_INT8_FILE if self.variant == "int8" else STUDENT_FP32_FILE],
+            threads=None,
+            device=self.device,
+            optimized_dir=self.cache_dir / OPTIMIZED_DIR,
         )
 
 

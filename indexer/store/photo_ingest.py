@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
-from tqdm.auto import tqdm
 
 from indexer.atomic import atomic_write_bytes
 from indexer.file_stamps import FileStamps, Stamp
@@ -98,6 +97,8 @@ class PhotoIngest:
             # rows with GPS but no place name (from before issue 36) get it from their stored position.
             refresh = state.store.missing_facts([id_ for id_, _ in existing.values()])
             self.name_stored_places()
+            from tqdm.auto import tqdm  # here: a search opens the index and shows no bar (test_search_startup.py)
+
             bar = tqdm(total=len(unique), unit="img", desc="indexing", disable=not progress, dynamic_ncols=True)
             last_save = time.monotonic()
             size = state.settings.index.batch_size

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from indexer.encoders.base import ImageEncoder
 from indexer.feature_cache import FeatureCache
@@ -33,6 +32,8 @@ def reencode(
     out = {i: cached[sha] for i, sha, _ in keys if sha in cached}
     missing = [(i, sha, path) for i, sha, path in keys if sha not in cached]
     failed: list[tuple[str, str]] = []
+    from tqdm.auto import tqdm  # here: a search opens the index and never shows a bar (test_search_startup.py)
+
     bar = tqdm(total=len(missing), unit="img", desc="re-encoding", disable=not progress or not missing)
     for start in range(0, len(missing), settings.index.batch_size):
         batch, inputs = [], []

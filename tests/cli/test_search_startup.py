@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import write_random_images
-from fresh_cli import clean_env, run_polyglot
+from fresh_cli import clean_env, polyglot_imports, run_polyglot
 
 from indexer.asset_paths import SHIPPED_STUDENT, STUDENT_TRUNK_DELTA
 from indexer.built_models import is_built
 from indexer.export.registry import student_export
-from indexer.query.onnx_text_side import STUDENT_ENCODER, STUDENT_KIND, load_onnx_text_side
+from indexer.query.onnx_text_side import OPTIMIZED_DIR, STUDENT_ENCODER, STUDENT_KIND, load_onnx_text_side
 from indexer.settings import Settings
 
 MODELS = Path(__file__).resolve().parents[2] / "var" / "models"
@@ -47,6 +47,25 @@ def test_the_torch_free_text_side_embeds_as_the_query_pipeline_does(tmp_path: Pa
     np.testing.assert_allclose(light.embed(TEXTS), full.text.embed(TEXTS), atol=2e-6)
     assert light.label == full.label and light.languages == sorted(full.text.languages or [])
     assert light.image_space.fingerprint == full.image_space.fingerprint
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_the_graph_it_keeps_optimised_gives_the_same_vectors(tmp_path: Path, precision: str) -> None:
+    """The first load keeps the trunk's graph as ONNX Runtime optimised it (CACHE_DIR/onnx-optimized); later loads
+    open that copy without optimising again, and a copy that does not open is optimised and kept again."""
+    settings = settings_for(tmp_path, e5_precision=precision)
+    first = load_onnx_text_side(settings)
+    assert first is not None
+    (kept,) = (settings.resolved_cache_dir / OPTIMIZED_DIR).glob("*.onnx")
+    again = load_onnx_text_side(settings)
+    assert again is not None and again.trunk._session._model_path == str(kept)
+    np.testing.assert_allclose(again.embed(TEXTS), first.embed(TEXTS), rtol=0, atol=1e-5)
+    kept.write_bytes(b"not a graph")
+    repaired = load_onnx_text_side(settings)
+    assert repaired is not None and repaired.trunk._session._model_path != str(kept)
+    np.testing.assert_allclose(repaired.embed(TEXTS), first.embed(TEXTS), rtol=0, atol=1e-5)
+    assert kept.stat().st_size > 1000  # kept again, whole
+    assert not list(kept.parent.glob(".*.tmp"))
 
 
 def test_what_it_reads_of_a_student_folder_is_what_the_student_package_writes() -> None:
@@ -88,3 +107,15 @@ def test_a_one_shot_search_never_imports_torch_and_finds_what_the_pipeline_finds
         expected = QueryPipeline(models, settings).search_texts(index, [("dog", None, 4)])[0]
     assert [row["id"] for row in answer["results"]] == [hit.id for hit in expected]
     np.testing.assert_allclose([row["score"] for row in answer["results"]], [h.score for h in expected], atol=1e-4)
+
+
+def test_a_one_shot_search_imports_no_progress_bar(tmp_path: Path) -> None:
+    """What a text search does not use stays out of its start-up: torch, and tqdm (the index's progress bars,
+    imported by the functions that show one)."""
+    write_random_images(tmp_path / "photos", 3, seed=5)
+    env = {**clean_env(tmp_path / "home"), "POLYGLOT_MODELS_DIR": str(MODELS)}
+    status, output, _ = run_polyglot(["index", "add", "--quiet", str(tmp_path / "photos")], env)
+    assert status == 0, output
+    status, output, imported = polyglot_imports(["search", "dog", "--k", "2"], env, ["torch", "tqdm"])
+    assert status == 0 and "dog" in output, output
+    assert imported == set(), output

@@ -39,17 +39,48 @@ def test_length_groups_bound_padding() -> None:
 
 
 def test_the_tokenizers_kept_tables_are_the_ones_it_builds(tmp_path: Path) -> None:
-    """`polyglot search` reads the tokenizer's tables from the cache (E5Tokenizer.kept): the same tables, the same
-    tokens; a damaged copy is built again."""
-    from indexer.encoders.e5 import E5Tokenizer, E5Weights, tokenizer_tables
+    """`polyglot search` reads the tokenizer's tables from the cache (E5Tokenizer.kept, memory-mapped): the same
+    entries, the same tokens (a Viterbi search over the substrings' entries alone); a damaged copy is built again."""
+    from indexer.encoders.e5 import E5Tokenizer, E5Weights, KeptPieces, tokenizer_tables
 
     weights = E5Weights()
     built = E5Tokenizer(weights)
     first = E5Tokenizer.kept(weights, tmp_path)  # builds and keeps them
     again = E5Tokenizer.kept(E5Weights(), tmp_path)  # reads them
-    assert again._pieces == built._pieces == tokenizer_tables(weights)[0] and again._stop_at_space is True
-    for text in ("un chien sur la plage", "Ein Hund rennt am Strand.", "里斯本的电车", "a" * 600):
+    assert isinstance(again._pieces, KeptPieces) and isinstance(first._pieces, dict)
+    assert again._pieces.to_dict() == built._pieces == tokenizer_tables(weights)[0] and again._stop_at_space is True
+    texts = (
+        "un chien sur la plage",
+        "Ein Hund rennt am Strand.",
+        "里斯本的电车",
+        "собака бежит по пляжу",
+        "كلب على الشاطئ",
+        "Été à Lisboa, l'œuvre  naïve",
+        "a\x00b ☃ 🐕 zzqxj",
+        "a" * 600,
+    )
+    for text in texts:
         assert again.windows([text]) == first.windows([text]) == built.windows([text])
-    (kept,) = tmp_path.glob("*.marshal")
+    # Without the word split (a vocabulary with pieces across words): the whole string's substrings.
+    again._stop_at_space = built._stop_at_space = False
+    for text in texts[:4]:
+        assert again.content_ids(text) == built.content_ids(text)
+    (kept,) = tmp_path.glob("*/keys.npy")
     kept.write_bytes(b"\x00garbage")
-    assert E5Tokenizer.kept(E5Weights(), tmp_path)._pieces == built._pieces
+    rebuilt = E5Tokenizer.kept(E5Weights(), tmp_path)
+    assert rebuilt._pieces == built._pieces
+    assert isinstance(E5Tokenizer.kept(E5Weights(), tmp_path)._pieces, KeptPieces)  # kept again
+
+
+def test_kept_pieces_answer_only_their_own_entries() -> None:
+    from indexer.encoders.e5 import KeptPieces
+
+    table = {"▁a": (5, -1.5), "ab": (7, -2.25), "b": (9, -3.0), "é": (11, -0.5)}
+    kept = KeptPieces.of(table)
+    assert kept.to_dict() == table
+    assert kept.within("▁ab", 4) == {"▁a": (5, -1.5), "ab": (7, -2.25), "b": (9, -3.0)}
+    assert kept.within("▁ab", 3) == {"ab": (7, -2.25), "b": (9, -3.0)}  # "▁a" is 4 bytes
+    assert kept.within("zé", 8) == {"é": (11, -0.5)}
+    assert kept.within("b\x00", 8) == {"b": (9, -3.0)}  # "b\x00" is no piece, though fixed-width bytes drop NULs
+    assert kept.within("", 8) == {}
+    assert all(type(v) is int and type(s) is float for v, s in kept.within("▁ab", 8).values())
