@@ -97,14 +97,14 @@ def class_labels(labels_path: Path, english_names: list[str]) -> dict[str, dict[
     return out
 
 
-def before_tagger(tagger: Tagger, data: Path, settings: Settings) -> Tagger:
+def before_tagger(tagger: Tagger, data: Path, settings: Settings, langs: list[str]) -> Tagger:
     """The tagger a user had before: caption-built vocabularies, source order, no near-synonym rule."""
     from training.data.dataset import load_dataset
 
-    captions = load_dataset(data, "train", list(BEFORE_LANGS)).captions
+    captions = load_dataset(data, "train", langs).captions
     text: TextEmbedder = tagger.text  # type: ignore[assignment]  # load_tagger's: the served TextEmbedder
     vocabularies = {}
-    for lang in BEFORE_LANGS:
+    for lang in langs:
         forms: dict[str, Counter[str]] = {}
         counts = count_content_words([c.text for c in captions if c.lang == lang], lang, forms)
         vocabularies[lang] = build_vocabulary(
@@ -135,10 +135,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     tagger = load_tagger(models, settings)
     samples = read_samples(args.samples)[: args.limit or None]
     labels = class_labels(args.labels, [clean_class_name(n) for n in models.image_encoder.class_names])
+    if args.langs:  # a subset (a lighter run); English stays: it is the reference and the blend's source
+        wanted = {"en", "en-babel", *args.langs.split(",")}
+        labels = {lang: names for lang, names in labels.items() if lang in wanted}
     langs = [lang for lang in labels if lang != "en-babel"]
     for lang in tqdm(langs, desc="vocabularies", disable=args.quiet):
         tagger.vocabulary(lang)  # embeds a language the first time (cached by fingerprint)
-    before = before_tagger(tagger, args.data, settings) if args.before else None
+    before_langs = [lang for lang in BEFORE_LANGS if lang in labels]
+    before = before_tagger(tagger, args.data, settings, before_langs) if args.before and before_langs else None
     hits: dict[str, list[int]] = defaultdict(list)
     before_hits: dict[str, list[int]] = defaultdict(list)
     answers: dict[str, dict[str, list[dict[str, Any]]]] = {}
@@ -152,7 +156,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 tags = result["en" if lang == "en-babel" else lang]
                 hits[lang].append(int(label_hit(names[cls], [t.tag for t in tags], lang.split("-")[0])))
         if before is not None:
-            old = before.tag_features(features, list(BEFORE_LANGS), K)
+            old = before.tag_features(features, before_langs, K)
             for lang, tags in old.items():
                 if cls in labels[lang]:
                     before_hits[lang].append(int(label_hit(labels[lang][cls], [t.tag for t in tags], lang)))
@@ -235,6 +239,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--before", action="store_true", help="also measure caption-built vocabularies (de fr cs pt)")
     parser.add_argument("--out", type=Path, default=Path("docs/tagging/shipped"))
     parser.add_argument("--gallery", type=Path, default=Path("docs/tagging/gallery.md"))
+    parser.add_argument("--langs", default="", help="only these languages, comma-separated (en is always measured)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N photos (a quick look; 0: all)")
     parser.add_argument("--quiet", action="store_true")
     return parser.parse_args(argv)
