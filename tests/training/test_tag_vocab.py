@@ -4,8 +4,9 @@ German capitals, the English word list."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
-from training.tag_vocab.build import Evidence, translate
+from training.tag_vocab.build import Evidence, read_dictionary, translate
 from training.tag_vocab.checks import in_script
 from training.tag_vocab.english import EnglishWord, english_words, noun_share
 
@@ -60,7 +61,7 @@ def test_german_nouns_are_capitalised() -> None:
     dictionary = {"goldfish": ["goldfisch"], "run": ["laufen"], "board": ["brett"], "red": ["rot"]}
     english = [word("goldfish", "imagenet"), word("run", noun=False), word("board"), word("red", noun=False)]
     forms = {"laufen": Counter({"laufen": 5, "Laufen": 0.001})}
-    entries, _ = translate("de", english, dictionary, NO_EVIDENCE, forms, 100, 3)  # type: ignore[arg-type]
+    entries, _ = translate("de", english, dictionary, NO_EVIDENCE, forms, 100, 3)
     assert [e.shown for e in entries] == ["Goldfisch", "laufen", "Brett", "rot"]
 
 
@@ -74,3 +75,45 @@ def test_english_words_class_names_first_plurals_folded() -> None:
     assert [w.word for w in captions] == ["dog", "street", "glasses", "glass"]  # front: not a tag; qwzx: no dictionary
     assert words[0].origin == "imagenet" and words[0].word == "tench" and captions[1].noun and not captions[0].noun
     assert noun_share(["A dog runs.", "The dog and a cat", "dogs run"])["dog"] == 1.0
+
+
+def test_class_names_translated_whole_from_the_dictionarys_own_compounds() -> None:
+    dictionary = {
+        "shark": ["hai", "haie"],
+        "tiger": ["tiger"],
+        "hammerhead": ["hammerhai"],
+        "coffee": ["kaffee"],
+        "mug": ["becher", "tasse"],
+        "cup": ["kaffeetasse", "tasse"],  # the dictionary writes "kaffeetasse": the joined word is attested
+        "sting": ["stachel"],
+        "ray": ["rochen", "strahl"],
+        "stingray": ["stingray"],  # an identity pair only: the split "sting" + "ray" is tried
+        "fire": ["feuer"],
+        "truck": ["lastwagen"],
+    }
+    attested = {t for ts in dictionary.values() for t in ts} | {"stachelrochen"}
+    english = [
+        word("tiger shark", "imagenet"),
+        word("hammerhead shark", "imagenet"),
+        word("coffee mug", "imagenet"),
+        word("stingray", "imagenet"),
+        word("fire truck", "imagenet"),
+    ]
+    entries, _ = translate("de", english, dictionary, NO_EVIDENCE, None, 100, 3, attested)
+    by_key = {e.key: e for e in entries}
+    # The whole name's translation leads the class and takes it as its first source; the head's translations stay.
+    assert by_key["hammerhai"].sources == ["hammerhead shark"] and by_key["hammerhai"].direct
+    assert by_key["kaffeetasse"].sources == ["coffee mug"] and by_key["stachelrochen"].sources == ["stingray"]
+    assert by_key["hai"].sources == ["tiger shark", "hammerhead shark"]
+    # Nothing is coined: "tigerhai" and "feuerlastwagen" are not words the dictionary writes.
+    assert "tigerhai" not in by_key and "feuerlastwagen" not in by_key and "lastwagen" in by_key
+    # Without the attested words (as before), only the head is translated.
+    entries, _ = translate("de", english, dictionary, NO_EVIDENCE, None, 100, 3)
+    assert "kaffeetasse" not in {e.key for e in entries}
+
+
+def test_chinese_dictionary_is_read_in_simplified_characters(tmp_path: Path) -> None:
+    path = tmp_path / "en-zh.tsv"
+    path.write_text("goldfish\t金魚\ngoldfish\t金鱼\nshark\t鯊魚\n", encoding="utf-8")
+    assert read_dictionary(path, "zh") == {"goldfish": ["金鱼"], "shark": ["鲨鱼"]}  # two entries become one
+    assert read_dictionary(path, "ja")["goldfish"] == ["金魚", "金鱼"]  # other languages as written

@@ -13,7 +13,10 @@ lemmas (``en-babel``, e.g. "Tinca tinca" for tench). A language's rate is over t
 Words match (:func:`label_hit`): the class name's content words (stop words and glosses in parentheses dropped,
 stress marks removed) against the tags' words, equal or one the other plus one inflection ending
 (:func:`training.evaluation.tag_metrics.related`); Chinese and Japanese, written without spaces, match when a tag of
-at least two characters is part of the name or the name part of a tag.
+at least two characters is part of the name or the name part of a tag. The table's second rate ("with compound
+parts", :func:`compound_hit`) also counts a tag that is a part of a hyphenated name word or the head a compound
+name word ends with ("requin" of "requin-tigre", "Schildkröte" of "Lederschildkröte"): what Chinese, Japanese and
+English (by its spaces) already get; the first rate is the issue's definition, unchanged.
 
 ``--before`` also measures what a user had before vocabularies shipped: vocabularies built from the shared
 captions as the README said (``polyglot tags vocab build --lang XX captions.jsonl``: content words seen twice, at
@@ -68,8 +71,9 @@ def label_words(label: str, lang: str) -> list[str]:
     return words
 
 
-def label_hit(label: str, tags: list[str], lang: str) -> bool:
-    """Does a word of the class name ``label`` occur among ``tags`` (see the module docstring)?"""
+def label_hit(label: str, tags: list[str], lang: str, compounds: bool = False) -> bool:
+    """Does a word of the class name ``label`` occur among ``tags`` (see the module docstring)? With ``compounds``,
+    also a part of a hyphenated word or a compound's head (:func:`compound_hit`)."""
     words = label_words(label, lang)
     if lang in _NO_SPACES:
         name = "".join(words)
@@ -79,7 +83,22 @@ def label_hit(label: str, tags: list[str], lang: str) -> bool:
                 return True
         return False
     tag_words = [t for tag in tags for t in tokenize(tag.translate(_STRESS))]
-    return any(related(w, t) for w in words for t in tag_words)
+    return any(related(w, t) for w in words for t in tag_words) or (compounds and compound_hit(words, tag_words, lang))
+
+
+COMPOUND_HEAD = 4  # letters (Hangul: syllables, 2) a tag word needs to count as the head of a longer name word
+
+
+def compound_hit(words: list[str], tag_words: list[str], lang: str) -> bool:
+    """The second column's rule: a tag word is a part of a hyphenated name word ("requin" of "requin-tigre",
+    "пауки" of "пауки-волки") or ends a compound name word ("Schildkröte" of "Lederschildkröte", 상어 of 뱀상어).
+    Chinese and Japanese already match a tag inside the name; this gives languages that write compounds as one
+    word (German, Korean) or with hyphens the same, as English gets "shark" of "tiger shark" from its spaces."""
+    shortest = 2 if lang == "ko" else COMPOUND_HEAD
+    parts = [part for word in words for part in word.split("-") if part]
+    if any(related(p, t) for p in parts for t in tag_words):
+        return True
+    return any(len(t) >= shortest and w != t and w.endswith(t) for w in [*words, *parts] for t in tag_words)
 
 
 def read_samples(folder: Path) -> list[dict[str, Any]]:
@@ -97,14 +116,14 @@ def class_labels(labels_path: Path, english_names: list[str]) -> dict[str, dict[
     return out
 
 
-def before_tagger(tagger: Tagger, data: Path, settings: Settings) -> Tagger:
+def before_tagger(tagger: Tagger, data: Path, settings: Settings, langs: list[str]) -> Tagger:
     """The tagger a user had before: caption-built vocabularies, source order, no near-synonym rule."""
     from training.data.dataset import load_dataset
 
-    captions = load_dataset(data, "train", list(BEFORE_LANGS)).captions
+    captions = load_dataset(data, "train", langs).captions
     text: TextEmbedder = tagger.text  # type: ignore[assignment]  # load_tagger's: the served TextEmbedder
     vocabularies = {}
-    for lang in BEFORE_LANGS:
+    for lang in langs:
         forms: dict[str, Counter[str]] = {}
         counts = count_content_words([c.text for c in captions if c.lang == lang], lang, forms)
         vocabularies[lang] = build_vocabulary(
@@ -135,11 +154,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     tagger = load_tagger(models, settings)
     samples = read_samples(args.samples)[: args.limit or None]
     labels = class_labels(args.labels, [clean_class_name(n) for n in models.image_encoder.class_names])
+    if args.langs:  # a subset (a lighter run); English stays: it is the reference and the blend's source
+        wanted = {"en", "en-babel", *args.langs.split(",")}
+        labels = {lang: names for lang, names in labels.items() if lang in wanted}
     langs = [lang for lang in labels if lang != "en-babel"]
     for lang in tqdm(langs, desc="vocabularies", disable=args.quiet):
         tagger.vocabulary(lang)  # embeds a language the first time (cached by fingerprint)
-    before = before_tagger(tagger, args.data, settings) if args.before else None
+    before_langs = [lang for lang in BEFORE_LANGS if lang in labels]
+    before = before_tagger(tagger, args.data, settings, before_langs) if args.before and before_langs else None
     hits: dict[str, list[int]] = defaultdict(list)
+    compound_hits: dict[str, list[int]] = defaultdict(list)
     before_hits: dict[str, list[int]] = defaultdict(list)
     answers: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for row in tqdm(samples, desc="photos", disable=args.quiet):
@@ -149,19 +173,25 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         answers[row["image"]] = {lang: [t.as_dict() for t in tags] for lang, tags in result.items()}
         for lang, names in labels.items():
             if cls in names:
-                tags = result["en" if lang == "en-babel" else lang]
-                hits[lang].append(int(label_hit(names[cls], [t.tag for t in tags], lang.split("-")[0])))
+                shown = [t.tag for t in result["en" if lang == "en-babel" else lang]]
+                hits[lang].append(int(label_hit(names[cls], shown, lang.split("-")[0])))
+                compound_hits[lang].append(int(label_hit(names[cls], shown, lang.split("-")[0], compounds=True)))
         if before is not None:
-            old = before.tag_features(features, list(BEFORE_LANGS), K)
+            old = before.tag_features(features, before_langs, K)
             for lang, tags in old.items():
                 if cls in labels[lang]:
                     before_hits[lang].append(int(label_hit(labels[lang][cls], [t.tag for t in tags], lang)))
     english = float(np.mean(hits["en"]))
+    english_compounds = float(np.mean(compound_hits["en"]))
     table = {
         lang: {
             "photos": len(values),
             "hit_rate": round(float(np.mean(values)), 4),
             "vs_english": round(float(np.mean(values)) / english, 3) if english else None,
+            "hit_rate_compounds": round(float(np.mean(compound_hits[lang])), 4),
+            "vs_english_compounds": round(float(np.mean(compound_hits[lang])) / english_compounds, 3)
+            if english_compounds
+            else None,
             "vocabulary": len(tagger.vocabulary(lang.split("-")[0])),
             "before": round(float(np.mean(before_hits[lang])), 4) if before_hits.get(lang) else None,
         }
@@ -186,14 +216,15 @@ def markdown(report: dict[str, Any]) -> str:
         f"Command: `{report['command']}`; text side `{report['text_side']}` ({report['text_encoder']}), "
         f"{report['photos']} photos, k = {report['k']}, ImageNet source tags.",
         "",
-        "| lang | photos named | hit rate (top 5) | × English | vocabulary | before (caption-built) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| lang | photos named | hit rate (top 5) | × English | with compound parts | × English | vocabulary "
+        "| before (caption-built) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for lang, row in report["languages"].items():
         before = "—" if row["before"] is None else f"{row['before']:.3f}"
         lines.append(
-            f"| {lang} | {row['photos']} | {row['hit_rate']:.3f} | {row['vs_english']:.2f} | {row['vocabulary']} "
-            f"| {before} |"
+            f"| {lang} | {row['photos']} | {row['hit_rate']:.3f} | {row['vs_english']:.2f} "
+            f"| {row['hit_rate_compounds']:.3f} | {row['vs_english_compounds']:.2f} | {row['vocabulary']} | {before} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -235,6 +266,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--before", action="store_true", help="also measure caption-built vocabularies (de fr cs pt)")
     parser.add_argument("--out", type=Path, default=Path("docs/tagging/shipped"))
     parser.add_argument("--gallery", type=Path, default=Path("docs/tagging/gallery.md"))
+    parser.add_argument("--langs", default="", help="only these languages, comma-separated (en is always measured)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N photos (a quick look; 0: all)")
     parser.add_argument("--quiet", action="store_true")
     return parser.parse_args(argv)

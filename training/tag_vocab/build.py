@@ -13,6 +13,11 @@ of its head word are candidates, and a candidate is kept when
 3. py3langid over its 97 languages does not call it another language's word with high confidence
    (:func:`.checks.foreign_with_confidence`).
 
+An ImageNet class name of several words (or an English compound, "stingray") is first translated as a whole when
+the dictionary's own words allow it (:func:`whole_name_translations`: "hammerhead shark" → "Hammerhai", "coffee
+mug" → "Kaffeetasse", "goldfish" → 金鱼), then through its last word ("Hai"): the whole name leads the class.
+Chinese is written in simplified characters (OpenCC ``t2s`` over MUSE's traditional en-zh).
+
 At most ``per_word`` translations are kept per English word (those the captions use first): one English word's
 several senses stay tags of their own ("bank" → "banque", "rive"), the image decides between them. German nouns are
 capitalised (:func:`shown_form`): as the German captions write the word, else by whether its English source is a
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -67,15 +73,28 @@ class LanguageReport:
     rejected: Counter[str]
 
 
-def read_dictionary(path: Path) -> dict[str, list[str]]:
-    """``en-XX.tsv`` (english<TAB>other per line) → {english: [translations in file order]}, NFC lower case."""
+def read_dictionary(path: Path, lang: str = "") -> dict[str, list[str]]:
+    """``en-XX.tsv`` (english<TAB>other per line) → {english: [translations in file order]}, NFC lower case.
+
+    Chinese in simplified characters: MUSE's en-zh is traditional (金魚, 鯊魚), mainland users type simplified
+    (金鱼, 鲨鱼); OpenCC's ``t2s`` converts, and two entries that become one are kept once."""
+    convert = _simplified() if lang == "zh" else None
     out: dict[str, list[str]] = defaultdict(list)
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         english, _, other = line.partition("\t")
         english, other = normalise_text(english.strip()), normalise_text(other.strip())
+        if convert is not None:
+            other = convert(other)
         if english and other and other not in out[english]:
             out[english].append(other)
     return dict(out)
+
+
+def _simplified() -> Callable[[str], str]:
+    import opencc  # OpenCC's traditional → simplified tables (a PyPI wheel, offline; the student uses the same)
+
+    converter = opencc.OpenCC("t2s")
+    return lambda text: str(converter.convert(text))
 
 
 def caption_files(shared: Path) -> list[Path]:
@@ -144,6 +163,55 @@ class Evidence:
         return n / self.captions >= EVIDENCE_RATIO * english_rate
 
 
+_NAME_PARTS = re.compile(r"[ -]+")
+_CJK = ("zh", "ja")
+MIN_SPLIT = 3  # an English compound is split into two dictionary words of at least this many letters
+
+
+def name_parts(name: str, dictionary: dict[str, list[str]]) -> list[list[str]]:
+    """The ways to read a class name as modifier(s) + head: its words ("tiger shark"); a one-word name, also as two
+    dictionary words ("stingray" = "sting" + "ray", "goldfinch" = "gold" + "finch")."""
+    parts = [p for p in _NAME_PARTS.split(name) if p]
+    if len(parts) > 1:
+        return [parts]
+    return [
+        [name[:i], name[i:]]
+        for i in range(MIN_SPLIT, len(name) - MIN_SPLIT + 1)
+        if name[:i] in dictionary and name[i:] in dictionary
+    ]
+
+
+def whole_name_translations(
+    lang: str, name: str, dictionary: dict[str, list[str]], attested: set[str] | frozenset[str]
+) -> list[str]:
+    """Translations of a class name as a whole, made only of the language's own dictionary words.
+
+    MUSE translates single words, so "tiger shark" otherwise becomes "Hai", never "Tigerhai", though German,
+    Dutch, Chinese ... name the thing with one compound word, and that word is what a user types. Two kinds:
+
+    * a modifier's translation that contains a translation of the head ("hammerhead" → "hammerhai", whose end
+      "hai" is "shark"): the dictionary already names the whole thing;
+    * a modifier's and the head's translations joined as the language joins compounds (run together, with a
+      linking "s"/"n"/"en", or hyphenated either way: "tiger" + "hai", 金 + 鱼, "requin-tigre"), kept only when the
+      dictionary itself writes the joined word somewhere (``attested``): nothing is coined.
+    """
+    shortest = 1 if lang in _CJK else 2
+    out: list[str] = []
+    for parts in name_parts(name, dictionary):
+        heads = [h for h in dictionary.get(parts[-1], []) if len(h) >= shortest and h != parts[-1]]
+        for modifier in parts[:-1]:
+            for t in dictionary.get(modifier, []):
+                if t == modifier:  # an identity pair ("tiger" → "tiger") is no translation to build on
+                    continue
+                for h in heads:
+                    if len(t) > len(h) and (t.endswith(h) or t.startswith(h + "-")):
+                        out.append(t)
+                    for joined in (t + h, t + "s" + h, t + "n" + h, t + "en" + h, f"{t}-{h}", f"{h}-{t}"):
+                        if joined in attested:
+                            out.append(joined)
+    return list(dict.fromkeys(out))
+
+
 def translate(
     lang: str,
     english: list[EnglishWord],
@@ -152,13 +220,18 @@ def translate(
     forms: dict[str, Counter[str]] | None,
     max_words: int,
     per_word: int,
+    attested: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[list[TagEntry], LanguageReport]:
     english_set = {e.word for e in english} | {e.head for e in english}
     entries: dict[str, TagEntry] = {}
     rejected: Counter[str] = Counter()
     translated = 0
     for word in english:
-        candidates = dictionary.get(word.head, [])
+        whole: list[str] = []
+        own = [c for c in dictionary.get(word.word, []) if c != word.word]
+        if word.origin == "imagenet" and attested and (word.head != word.word or not own):
+            whole = whole_name_translations(lang, word.word, dictionary, attested)
+        candidates = list(dict.fromkeys([*whole, *dictionary.get(word.head, [])]))
         in_script_ = [c for c in candidates if in_script(c, lang)]
         rejected["script"] += len(candidates) - len(in_script_)
         # Accented spellings first, so that "journée" is kept and its unaccented double folded into it.
@@ -178,7 +251,8 @@ def translate(
                 rejected["inflection"] += 1
                 continue
             kept.append(candidate)
-        kept.sort(key=lambda c: not evidence.own_word(c))  # stable: the captions' words first
+        # Stable: a translation of the whole class name first (it is the most precise), then the captions' words.
+        kept.sort(key=lambda c: (c not in whole, not evidence.own_word(c)))
         if kept:
             translated += 1
         for candidate in kept[:per_word]:
@@ -189,7 +263,7 @@ def translate(
                 entry = entries[candidate] = TagEntry(candidate, shown_form(lang, candidate, word, forms))
             if word.word in entry.sources:
                 continue
-            if word.head == word.word and not entry.direct:  # a translation of the word itself leads
+            if (word.head == word.word or candidate in whole) and not entry.direct:  # the word itself leads
                 entry.sources.insert(0, word.word)
                 entry.direct = True
             else:
@@ -258,7 +332,7 @@ def ship(
     if unknown:
         raise ValueError(f"no MUSE dictionary or script for {', '.join(unknown)} in {lexicons}")
     say(f"reading {len(available)} dictionaries")
-    dictionaries = {lang: read_dictionary(Path(lexicons) / f"en-{lang}.tsv") for lang in available}
+    dictionaries = {lang: read_dictionary(Path(lexicons) / f"en-{lang}.tsv", lang) for lang in available}
     files, images = caption_files(Path(shared)), train_images(Path(shared))
     say("counting English caption words")
     texts_by_lang = caption_texts(files, CAPTION_LANGS, images)
@@ -283,7 +357,9 @@ def ship(
         if lang == "de":  # written forms from cased captions only: Multi30K's task-2 German captions are lower-cased
             count_content_words([t for t in texts if any(c.isupper() for c in t[1:])], lang, forms)
         evidence = Evidence(counts, len(texts), english_counts, english_captions)
-        entries, report = translate(lang, english, dictionaries[lang], evidence, forms or None, max_words, per_word)
+        dictionary = dictionaries[lang]
+        attested = {word for translations in dictionary.values() for word in translations} | set(counts)
+        entries, report = translate(lang, english, dictionary, evidence, forms or None, max_words, per_word, attested)
         digests[lang] = write_language(out, lang, entries)
         reports.append(report)
     manifest = {
@@ -329,6 +405,11 @@ Built by `{command}` (`training/tag_vocab/`; the same sources give the same file
 * **Translations**: the MUSE bilingual dictionaries (Conneau et al., *Word Translation Without Parallel Data*,
   ICLR 2018), English → 41 languages, through `hunalign-dict-muse`; **licence CC BY-NC 4.0** (attribution,
   non-commercial use only). The translated vocabularies inherit it: **these files are for non-commercial use.**
+* **Class names as a whole**: a multi-word class name is also translated as one compound word when the MUSE
+  dictionary itself writes that word (modifier + head translations joined: "coffee mug" → "Kaffeetasse"), or
+  translates a part of the name into a word that ends with the head's translation ("hammerhead" → "Hammerhai").
+* **Chinese**: MUSE's en-zh is in traditional characters; the words are converted to simplified ones (what
+  mainland users type) with OpenCC's `t2s` tables (Apache-2.0), duplicates after conversion kept once.
 * **Checks**: py3langid (BSD) for language identification; the same captions (and `more-langs`' es, uk, ar) as
   evidence that a word that looks English is a word of the language ("Baseball" in German) and for German
   capitalisation. Chinese and Japanese captions are not used.
