@@ -156,3 +156,19 @@ def test_at_share_zero_the_taught_rows_keep_their_targets_and_mUSE_is_not_read(t
     assert taught is words and matrix is targets
     with pytest.raises(ValueError, match="mUSE encoder"):
         muse_word_targets(words, targets, None, np.eye(1000, 2), StudentRecipe(muse_word_share=0.5), tmp_path)
+
+
+def test_the_model_card_names_the_runs_it_continued_and_the_muse_teacher(tmp_path) -> None:
+    import json
+
+    from training.student.train import model_card
+
+    first = tmp_path / "first"
+    first.mkdir()
+    recipe = {"layers": 12, "frozen_layers": 10, "steps": 1200, "init": None}
+    (first / "config.json").write_text(json.dumps({"student": {"layers": 12, "recipe": recipe}}))
+    card = model_card(StudentRecipe(layers=12, frozen_layers=8, init=str(first), muse_word_share=0.5), [])
+    assert f"continued from `{first}` (12 layers, the top 2 trained, 1200 steps)" in card
+    assert "mUSE as a second word teacher" in card and "mUSE v3 (Apache 2.0)" in card
+    plain = model_card(StudentRecipe(), [])
+    assert "continued from" not in plain and "second word teacher" not in plain

@@ -30,7 +30,8 @@ CASES = {
     "ein Elefant": ELEPHANTS,
     "éléphant": ELEPHANTS,
 }
-# Still missed by this round's student (measured 2026-11-27): "Elefant" ranks an elephant 31st, "слон" 267th.
+# Still missed by the shipped student (measured 2026-11-28, 12 layers, the top 4 trained): "Elefant" ranks an elephant
+# 8th (31st with the previous round's student), "слон" 134th (267th).
 
 
 @pytest.fixture(scope="module")

