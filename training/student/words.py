@@ -25,7 +25,7 @@ import json
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,28 +71,24 @@ def plausible_translation(english: str, other: str, lang: str) -> bool:
     return not (lang in OWN_SCRIPT and other.isascii())
 
 
-def simplified_chinese() -> Callable[[str], str]:
-    """Traditional → simplified Chinese (OpenCC's ``t2s`` tables, a PyPI wheel; offline). MUSE's en-zh is
-    traditional (金魚), mainland users type simplified (金鱼): the student's words and the tag vocabularies both
-    convert with this."""
-    import opencc
+def _simplified() -> object:
+    import opencc  # OpenCC's traditional → simplified tables (a PyPI wheel; offline)
 
-    converter = opencc.OpenCC("t2s")
-    return lambda text: str(converter.convert(text))
+    return opencc.OpenCC("t2s")
 
 
 def read_lexicon(path: Path, lang: str) -> dict[str, list[str]]:
     """English word → its plausible translations (file order; Chinese also in simplified characters)."""
     table: dict[str, list[str]] = defaultdict(list)
-    simplify = simplified_chinese() if lang == "zh" else None
+    converter = _simplified() if lang == "zh" else None
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             english, _, other = line.rstrip("\n").partition("\t")
             if not plausible_translation(english, other, lang):
                 continue
             forms = [other]
-            if simplify is not None:
-                simple = simplify(other)
+            if converter is not None:
+                simple = converter.convert(other)  # type: ignore[attr-defined]
                 if simple != other:
                     forms.insert(0, simple)
             for form in forms:
