@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from training.data.chinese_script import simplified_chinese
+
 # Languages whose words are written in their own script: a pair whose translation is plain ASCII is noise there
 # (an untranslated English word, a name, a code).
 OWN_SCRIPT = frozenset({"ar", "bg", "fa", "hi", "ja", "ko", "mk", "ru", "ta", "th", "uk", "zh"})
@@ -71,16 +73,10 @@ def plausible_translation(english: str, other: str, lang: str) -> bool:
     return not (lang in OWN_SCRIPT and other.isascii())
 
 
-def _simplified() -> object:
-    import opencc  # OpenCC's traditional → simplified tables (a PyPI wheel; offline)
-
-    return opencc.OpenCC("t2s")
-
-
 def read_lexicon(path: Path, lang: str) -> dict[str, list[str]]:
     """English word → its plausible translations (file order; Chinese also in simplified characters)."""
     table: dict[str, list[str]] = defaultdict(list)
-    converter = _simplified() if lang == "zh" else None
+    converter = simplified_chinese() if lang == "zh" else None
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             english, _, other = line.rstrip("\n").partition("\t")
@@ -88,7 +84,7 @@ def read_lexicon(path: Path, lang: str) -> dict[str, list[str]]:
                 continue
             forms = [other]
             if converter is not None:
-                simple = converter.convert(other)  # type: ignore[attr-defined]
+                simple = converter(other)
                 if simple != other:
                     forms.insert(0, simple)
             for form in forms:

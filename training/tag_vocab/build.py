@@ -44,6 +44,7 @@ from typing import Any
 from indexer.atomic import atomic_write_bytes
 from indexer.caption_records import iter_captions
 from indexer.tagging.text import count_content_words, normalise_text, written_form
+from training.data.chinese_script import simplified_chinese
 from training.tag_vocab.checks import SCRIPTS, english_rather_than, foreign_with_confidence, in_script
 from training.tag_vocab.english import EnglishWord, english_words, noun_share
 
@@ -78,7 +79,7 @@ def read_dictionary(path: Path, lang: str = "") -> dict[str, list[str]]:
 
     Chinese in simplified characters: MUSE's en-zh is traditional (金魚, 鯊魚), mainland users type simplified
     (金鱼, 鲨鱼); OpenCC's ``t2s`` converts, and two entries that become one are kept once."""
-    convert = _simplified() if lang == "zh" else None
+    convert = simplified_chinese() if lang == "zh" else None
     out: dict[str, list[str]] = defaultdict(list)
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         english, _, other = line.partition("\t")
@@ -88,13 +89,6 @@ def read_dictionary(path: Path, lang: str = "") -> dict[str, list[str]]:
         if english and other and other not in out[english]:
             out[english].append(other)
     return dict(out)
-
-
-def _simplified() -> Callable[[str], str]:
-    import opencc  # OpenCC's traditional → simplified tables (a PyPI wheel, offline; the student uses the same)
-
-    converter = opencc.OpenCC("t2s")
-    return lambda text: str(converter.convert(text))
 
 
 def caption_files(shared: Path) -> list[Path]:
