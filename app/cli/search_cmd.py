@@ -88,23 +88,28 @@ def register(cli: typer.Typer) -> None:
         except FilterError as exc:
             raise fail(str(exc)) from None
         settings = read_settings()
-        # The language detector's model takes ~0.1 s to load from its decompressed copy in CACHE_DIR/langid/ (~0.65
-        # s the first time, mostly decompression that lets other threads run): loaded beside the text side.
-        detector = (
-            ThreadPoolExecutor(1).submit(warm_up_language_detection, None, settings.resolved_cache_dir)
-            if image is None and not lang
-            else None
-        )
         # A text query without CLC needs only the text side and the index: the student's ONNX trunk and numpy head,
         # without torch (~3 s of a one-shot command; indexer/query/onnx_text_side.py). Anything else, or a text side
         # that only the full path can load, takes the query pipeline.
         # Its ONNX session is built in native code that lets other threads run: in a thread, while this one imports
         # the index's modules (FAISS: Python that holds the interpreter).
         light_side = None
+        # The languages a label is chosen among (confident_language): the student's, unless the full path loads
+        # another text side (its detector is then restricted to that one's at the label, as before).
+        label_languages: frozenset[str] | None = None
         if image is None and settings.query.clc == "off":
-            from indexer.query.onnx_text_side import load_onnx_text_side
+            from indexer.query.onnx_text_side import StudentTrunk, load_onnx_text_side
 
             light_side = ThreadPoolExecutor(1).submit(load_onnx_text_side, settings)
+            label_languages = StudentTrunk.languages
+        # The language detector's model takes ~0.1 s to load from its decompressed copy in CACHE_DIR/langid/ (~0.65
+        # s the first time, mostly decompression that lets other threads run), and its restriction to the text
+        # side's languages copies a slice of its tables (~0.05 s): both beside the text side, not after it.
+        detector = (
+            ThreadPoolExecutor(1).submit(warm_up_language_detection, label_languages, settings.resolved_cache_dir)
+            if image is None and not lang
+            else None
+        )
         from indexer.filtered_view import FilteredImages, by_date
         from indexer.store.failures import BackendUnavailableError
         from indexer.store.opening import IndexMismatchError, IndexNotFoundError

@@ -27,7 +27,7 @@ import numpy as np
 from indexer.asset_paths import STUDENT_FP32_FILE, STUDENT_INT8_FILE, STUDENT_TRUNK_DELTA, shipped_tower_path
 from indexer.built_models import ChecksumError, ModelFileMissingError, read_manifest, verify
 from indexer.encoders.e5 import E5OnnxEncoder, E5Tokenizer, E5Variant, E5Weights
-from indexer.encoders.onnx_session import kept_optimized_path, open_session
+from indexer.encoders.onnx_session import open_session
 from indexer.export.registry import student_export
 from indexer.image_space import ImageSpace
 from indexer.model_files import sha256_file
@@ -68,15 +68,18 @@ class StudentTrunk(E5OnnxEncoder):
         if (read_manifest(built) or {}).get("source_sha256") != sha256_file(self.folder / STUDENT_TRUNK_DELTA):
             raise ModelFileMissingError(f"{built} was not built from {self.folder / STUDENT_TRUNK_DELTA}")
         graph = STUDENT_INT8_FILE if self.variant == "int8" else STUDENT_FP32_FILE
-        optimized_dir = self.cache_dir / OPTIMIZED_DIR
-        # Every file's size, and the checksum of the one graph opened, only when ONNX Runtime is to read it: once
-        # its optimised copy is kept (named by this file's size and modification time, written only after this
-        # check passed), the session opens that copy and never reads the file, so hashing its 86 MB at every start
-        # would protect nothing that is loaded (~0.07 s of CPU). The other precision's graph is not hashed either.
+        # Every file's size; the checksum of the one graph opened, when ONNX Runtime reads it. Once its optimised
+        # copy is kept (named by the file's size and modification time, and made only after this check passed), the
+        # session opens that copy and never reads the file: hashing its 86 MB at every start would protect nothing
+        # that is loaded (~0.07 s of CPU). The other precision's graph is never read, nor hashed.
         path = verify(self.export, self.models_dir, full=False)[graph]
-        if self.device.startswith("cuda") or not kept_optimized_path(path, optimized_dir).is_file():
-            verify(self.export, self.models_dir, hashed={graph})
-        return open_session(path, threads=None, device=self.device, optimized_dir=optimized_dir)
+        return open_session(
+            path,
+            threads=None,
+            device=self.device,
+            optimized_dir=self.cache_dir / OPTIMIZED_DIR,
+            check_source=lambda: verify(self.export, self.models_dir, hashed={graph}),
+        )
 
 
 class OnnxTextSide:
