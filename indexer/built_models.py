@@ -14,7 +14,7 @@ import json
 import logging
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,8 +48,11 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
         return None
 
 
-def verify(model: BuiltModel, models_dir: Path, *, full: bool = True) -> dict[str, Path]:
-    """The model's files by name, checked against the manifest (sha256 when ``full``, else sizes only)."""
+def verify(
+    model: BuiltModel, models_dir: Path, *, full: bool = True, hashed: Collection[str] | None = None
+) -> dict[str, Path]:
+    """The model's files by name, checked against the manifest: sizes, and the sha256 when ``full`` — of the files
+    named in ``hashed`` only, when given (a caller that reads one graph of several need not hash the others)."""
     folder = model.folder(models_dir)
     manifest = read_manifest(folder)
     hint = "run `polyglot models build` (part of `polyglot models fetch`; it exports the bundled weights, offline)"
@@ -60,7 +63,8 @@ def verify(model: BuiltModel, models_dir: Path, *, full: bool = True) -> dict[st
         path, entry = folder / name, manifest["files"].get(name)
         if entry is None or not path.exists():
             raise ModelFileMissingError(f"{path} is missing: {hint}")
-        if path.stat().st_size != entry["size"] or (full and sha256_file(path) != entry["sha256"]):
+        hash_it = full and (hashed is None or name in hashed)
+        if path.stat().st_size != entry["size"] or (hash_it and sha256_file(path) != entry["sha256"]):
             raise ChecksumError(f"{path} does not match its checksum in {folder / MANIFEST}: {hint}")
         paths[name] = path
     return paths

@@ -1,15 +1,23 @@
-"""The image index seen through a photo filter, and the date order (shared by ``/search`` and ``polyglot search``)."""
+"""The image index seen through a photo filter, and the date order (shared by ``/search`` and ``polyglot search``).
+
+Importing it imports neither index (their types only): ``polyglot search`` orders by date on the index it opened,
+which is a :class:`~indexer.store.read_only.ReadOnlyIndex` when it need not import SQLAlchemy."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from indexer.image_index import Hit, ImageIndex
 from indexer.search_filters import PhotoFilter
+from indexer.store.backend import Hit
+
+if TYPE_CHECKING:
+    from indexer.image_index import ImageIndex
+    from indexer.store.read_only import ReadOnlyIndex
 
 
 @dataclass
@@ -31,7 +39,7 @@ class FilteredImages:
         return self.images.vectors(ids)
 
 
-def by_date(images: ImageIndex, hits: list[Hit]) -> list[Hit]:
+def by_date(images: ImageIndex | ReadOnlyIndex, hits: list[Hit]) -> list[Hit]:
     """Hits ordered by capture time, newest first; undated ones after, in score order."""
     taken = images.store.taken([h.id for h in hits])
     dated = sorted((h for h in hits if taken.get(h.id)), key=lambda h: taken[h.id] or datetime.min, reverse=True)

@@ -32,7 +32,6 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,7 @@ from indexer.encoders.factory import build_image_encoder
 from indexer.image_space import ImageSpace
 from indexer.settings import Settings
 from indexer.store import opening
+from indexer.store.backend import Hit
 from indexer.store.failures import translated
 from indexer.store.index_state import IndexState
 from indexer.store.ingest import AddReport
@@ -66,12 +66,6 @@ __all__ = [
 ]
 
 CHECKPOINT_SECONDS = 30.0  # how often a long add saves its vectors (read at each add: tests shorten it)
-
-
-@dataclass
-class Hit:
-    id: int
-    score: float
 
 
 class ImageIndex:

@@ -11,7 +11,7 @@ import gc
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -21,6 +21,10 @@ from app.cli.settings_cli import read_settings
 from indexer.relevance import POOL as CUTOFF_POOL
 from indexer.relevance import cutoff_count
 from indexer.search_filters import FilterError, PhotoFilter
+
+if TYPE_CHECKING:
+    from indexer.image_index import ImageIndex
+    from indexer.store.read_only import ReadOnlyIndex
 
 
 def register(cli: typer.Typer) -> None:
@@ -84,34 +88,56 @@ def register(cli: typer.Typer) -> None:
         except FilterError as exc:
             raise fail(str(exc)) from None
         settings = read_settings()
-        # The language detector's model takes ~0.1 s to load from its decompressed copy in CACHE_DIR/langid/ (~0.65
-        # s the first time, mostly decompression that lets other threads run): loaded beside the text side.
-        detector = (
-            ThreadPoolExecutor(1).submit(warm_up_language_detection, None, settings.resolved_cache_dir)
-            if image is None and not lang
-            else None
-        )
         # A text query without CLC needs only the text side and the index: the student's ONNX trunk and numpy head,
         # without torch (~3 s of a one-shot command; indexer/query/onnx_text_side.py). Anything else, or a text side
         # that only the full path can load, takes the query pipeline.
         # Its ONNX session is built in native code that lets other threads run: in a thread, while this one imports
-        # the index's modules (SQLAlchemy's ORM, FAISS: Python that holds the interpreter, ~0.3 s on two cores).
+        # the index's modules (FAISS: Python that holds the interpreter).
         light_side = None
+        # The languages a label is chosen among (confident_language): the student's, unless the full path loads
+        # another text side (its detector is then restricted to that one's at the label, as before).
+        label_languages: frozenset[str] | None = None
         if image is None and settings.query.clc == "off":
-            from indexer.query.onnx_text_side import load_onnx_text_side
+            from indexer.query.onnx_text_side import StudentTrunk, load_onnx_text_side
 
             light_side = ThreadPoolExecutor(1).submit(load_onnx_text_side, settings)
+            label_languages = StudentTrunk.languages
+        # The language detector's model takes ~0.1 s to load from its decompressed copy in CACHE_DIR/langid/ (~0.65
+        # s the first time, mostly decompression that lets other threads run), and its restriction to the text
+        # side's languages copies a slice of its tables (~0.05 s): both beside the text side, not after it.
+        detector = (
+            ThreadPoolExecutor(1).submit(warm_up_language_detection, label_languages, settings.resolved_cache_dir)
+            if image is None and not lang
+            else None
+        )
         from indexer.filtered_view import FilteredImages, by_date
-        from indexer.image_index import ImageIndex, IndexMismatchError, IndexNotFoundError
+        from indexer.store.failures import BackendUnavailableError
+        from indexer.store.opening import IndexMismatchError, IndexNotFoundError
+        from indexer.store.sidecar import SidecarError
 
+        # What opening an index can refuse, each in one line: none, another encoder or image space, an unreadable
+        # sidecar, a database that is locked past its time-out or is not one.
+        refusals = (IndexNotFoundError, IndexMismatchError, FileNotFoundError, SidecarError, BackendUnavailableError)
         light = light_side.result() if light_side is not None else None
         encoder_languages: frozenset[str] | None = None
+        index: ImageIndex | ReadOnlyIndex | None = None
+        full: ImageIndex | None = None  # the full index, which filters and the query pipeline search
         try:
             if light is not None:
                 supports, languages, label = light.supports, light.languages, light.label
                 encoder_languages = light.trunk.languages
-                index = ImageIndex.open(settings, image_space=light.image_space, create=False)
+                if not where.active:
+                    # Read-only, without SQLAlchemy (its ORM is most of what is left of the start-up) and without
+                    # the write path's repairs and migrations, unless the index needs them (indexer/store/read_only.py).
+                    from indexer.store.read_only import ReadOnlyIndex
+
+                    index = ReadOnlyIndex.open(settings, light.image_space)
+                if index is None:
+                    from indexer.image_index import ImageIndex
+
+                    index = full = ImageIndex.open(settings, image_space=light.image_space, create=False)
             else:
+                from indexer.image_index import ImageIndex
                 from indexer.query import ModelsError, QueryPipeline, load_models
 
                 try:
@@ -121,17 +147,18 @@ def register(cli: typer.Typer) -> None:
                 pipeline = QueryPipeline(models, settings)
                 supports, languages, label = pipeline.supports, pipeline.languages, models.label
                 encoder_languages = models.text.languages
-                index = ImageIndex.open(
+                index = full = ImageIndex.open(
                     settings, image_space=models.image_space, create=False, encoder=models.image_encoder
                 )
-        except (IndexNotFoundError, IndexMismatchError, FileNotFoundError) as exc:
+        except refusals as exc:
             raise fail(str(exc)) from None
+        assert index is not None and (full is not None or not where.active)  # a filter opens the full index
         try:
             if len(index) == 0:
                 raise fail(f"the index in {settings.resolved_index_dir} is empty: run `polyglot index add PATH...`")
             answer: dict[str, Any]
             try:
-                searched: Any = FilteredImages.of(index, where) if where.active else index
+                searched: Any = FilteredImages.of(full, where) if full is not None and where.active else index
             except FilterError as exc:  # a folder or place that matches none: the close ones are named
                 raise fail(str(exc)) from None
             depth = k if sort == "score" else max(k, settings.query.date_sort_pool)
@@ -170,6 +197,8 @@ def register(cli: typer.Typer) -> None:
             taken = index.store.taken([hit.id for hit in hits])
             places = index.store.places([hit.id for hit in hits])
             paths = {i: path for i, _, path in index.store.id_keys([hit.id for hit in hits])}  # one query
+        except BackendUnavailableError as exc:  # the database locked past its time-out while reading the rows
+            raise fail(str(exc)) from None
         finally:
             index.close()
         rows = [

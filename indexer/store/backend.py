@@ -25,6 +25,14 @@ from typing import Protocol
 import numpy as np
 
 
+@dataclass
+class Hit:
+    """One image a search found: its id and its score (``ImageIndex.search`` answers lists of them)."""
+
+    id: int
+    score: float
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """One query's hits, best first: ids and their scores (inner products)."""

@@ -17,6 +17,7 @@ from fresh_cli import clean_env, polyglot_imports, run_polyglot
 
 from indexer.asset_paths import SHIPPED_STUDENT, STUDENT_TRUNK_DELTA
 from indexer.built_models import is_built
+from indexer.encoders.onnx_session import KEPT_GRAPH, KEPT_WEIGHTS
 from indexer.export.registry import student_export
 from indexer.query.onnx_text_side import OPTIMIZED_DIR, STUDENT_ENCODER, STUDENT_KIND, load_onnx_text_side
 from indexer.settings import Settings
@@ -51,12 +52,14 @@ def test_the_torch_free_text_side_embeds_as_the_query_pipeline_does(tmp_path: Pa
 
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
 def test_the_graph_it_keeps_optimised_gives_the_same_vectors(tmp_path: Path, precision: str) -> None:
-    """The first load keeps the trunk's graph as ONNX Runtime optimised it (CACHE_DIR/onnx-optimized); later loads
-    open that copy without optimising again, and a copy that does not open is optimised and kept again."""
+    """The first load keeps the trunk's graph as ONNX Runtime optimised it (CACHE_DIR/onnx-optimized, a folder: the
+    graph, and its weights beside it); later loads open that copy without optimising again, and a copy that does not
+    open is optimised and kept again."""
     settings = settings_for(tmp_path, e5_precision=precision)
     first = load_onnx_text_side(settings)
     assert first is not None
-    (kept,) = (settings.resolved_cache_dir / OPTIMIZED_DIR).glob("*.onnx")
+    (kept,) = (settings.resolved_cache_dir / OPTIMIZED_DIR).glob(f"*/{KEPT_GRAPH}")
+    assert (kept.parent / KEPT_WEIGHTS).stat().st_size > 10 * kept.stat().st_size  # the weights are not in the graph
     again = load_onnx_text_side(settings)
     assert again is not None and again.trunk._session._model_path == str(kept)
     np.testing.assert_allclose(again.embed(TEXTS), first.embed(TEXTS), rtol=0, atol=1e-5)
@@ -64,8 +67,8 @@ def test_the_graph_it_keeps_optimised_gives_the_same_vectors(tmp_path: Path, pre
     repaired = load_onnx_text_side(settings)
     assert repaired is not None and repaired.trunk._session._model_path != str(kept)
     np.testing.assert_allclose(repaired.embed(TEXTS), first.embed(TEXTS), rtol=0, atol=1e-5)
-    assert kept.stat().st_size > 1000  # kept again, whole
-    assert not list(kept.parent.glob(".*.tmp"))
+    assert kept.stat().st_size > 1000 and (kept.parent / KEPT_WEIGHTS).is_file()  # kept again, whole
+    assert not list(kept.parent.parent.glob(".*.tmp"))
 
 
 def test_what_it_reads_of_a_student_folder_is_what_the_student_package_writes() -> None:
