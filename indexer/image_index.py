@@ -49,7 +49,7 @@ from indexer.store.ingest import AddReport
 from indexer.store.locks import IndexBusyError
 from indexer.store.maintenance import Maintenance
 from indexer.store.metadata import ImageRecord, MetadataStore, sqlite_url
-from indexer.store.opening import IndexMismatchError, IndexNotFoundError
+from indexer.store.opening import IndexMismatchError, IndexNotFoundError, MetadataMissingError
 from indexer.store.photo_ingest import PhotoIngest
 from indexer.store.revisions import Revisions
 from indexer.store.sidecar import DB_NAME
@@ -63,6 +63,7 @@ __all__ = [
     "IndexBusyError",
     "IndexMismatchError",
     "IndexNotFoundError",
+    "MetadataMissingError",
 ]
 
 CHECKPOINT_SECONDS = 30.0  # how often a long add saves its vectors (read at each add: tests shorten it)
@@ -91,6 +92,9 @@ class ImageIndex:
     ) -> ImageIndex:
         """Open (or create) the index in ``settings.resolved_index_dir`` and make its vectors agree with SQL.
 
+        A folder whose sidecar counts vectors but whose ``metadata.sqlite`` is gone is refused
+        (:class:`MetadataMissingError`) and left untouched: the repair would otherwise drop every vector.
+
         The vector backend, the index kind and its tuning come from ``settings.vector_index``.
         ``rebuild_if_stale``: an index built in another image space is rebuilt instead of refused (the report is
         kept in ``rebuilt_on_open``); ``progress`` shows a bar for that rebuild.
@@ -98,6 +102,8 @@ class ImageIndex:
         folder = Path(settings.resolved_index_dir)
         revisions = Revisions(folder)  # before the sidecar is read: a save after this is noticed
         sidecar = opening.read_sidecar(folder, create=create)
+        # Before anything can create the database: an empty one would make the repair below drop every vector.
+        opening.check_metadata(folder, sidecar, settings.database_url)
         encoder = encoder or build_image_encoder(settings)
         opening.check_encoder(folder, sidecar, encoder)
         space = image_space or opening.default_image_space(settings)

@@ -167,6 +167,21 @@ def check_database(settings: ServiceSettings) -> None:
         raise typer.Exit(code=2) from None
 
 
+def check_index_metadata(settings: ServiceSettings) -> None:
+    """An index folder whose ``metadata.sqlite`` is gone is one line and exit 2 before anything opens it, as for
+    ``index add``: with ``--no-index`` (the container's command) the service's start-up would otherwise fail in
+    uvicorn's lifespan, a traceback. The folder is left untouched (:func:`indexer.store.opening.check_metadata`)."""
+    from indexer.store.opening import MetadataMissingError, check_metadata
+    from indexer.store.sidecar import Sidecar, SidecarError
+
+    folder = settings.resolved_index_dir
+    try:
+        check_metadata(folder, Sidecar.load(folder), settings.database_url)
+    except (MetadataMissingError, SidecarError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(code=2) from None
+
+
 def register(cli: typer.Typer) -> None:
     @cli.command("serve")
     def serve(
@@ -205,6 +220,7 @@ def register(cli: typer.Typer) -> None:
             )
             raise typer.Exit(code=2)
         check_database(settings)
+        check_index_metadata(settings)
         folder = images or settings.service.images_dir
         if watch:
             if folder is None or not folder.is_dir():

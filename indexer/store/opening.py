@@ -1,12 +1,15 @@
-"""The checks made when an image index folder is opened: is there an index, was it built with the configured
-image encoder, and are its vectors in the image space the text tower expects? Each refusal says what to do.
+"""The checks made when an image index folder is opened: is there an index, is its metadata database there, was it
+built with the configured image encoder, and are its vectors in the image space the text tower expects? Each
+refusal says what to do.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
@@ -21,6 +24,22 @@ class IndexMismatchError(ValueError):
 
 class IndexNotFoundError(FileNotFoundError):
     """No index in the folder and ``create=False``."""
+
+
+class MetadataMissingError(IndexMismatchError):
+    """The sidecar says the folder holds vectors, but its SQLite metadata database is gone (or is an empty file).
+
+    Opening it anyway would create an empty database, and the crash repair that follows would then drop every
+    vector, since no row claims them: one incomplete copy of the folder would cost the whole index. A subclass of
+    :class:`IndexMismatchError` because every caller treats it as one: the folder's files disagree with its
+    sidecar, refused in one line (the CLI: exit 2) with nothing in the folder changed.
+    """
+
+
+# The table of photo rows (indexer/store/metadata.py's ImageRow), named here rather than imported: that module is
+# SQLAlchemy, which `polyglot search`'s read-only opener (indexer/store/read_only.py) never loads.
+IMAGES_TABLE = "images"
+_TABLE_CHECK_TIMEOUT_SECONDS = 5.0
 
 
 def default_image_space(settings: Settings) -> ImageSpace:
@@ -45,6 +64,58 @@ def read_sidecar(folder: Path, *, create: bool) -> Sidecar | None:
     if sidecar is None and not create:
         raise IndexNotFoundError(f"no index in {folder} (run `polyglot index add PATH...` first)")
     return sidecar
+
+
+def holds_vectors(folder: Path, sidecar: Sidecar) -> bool:
+    """Whether the folder has vectors to lose: the sidecar counts some, names a set other than a new index's, or a
+    FAISS file is there (a first add killed after its checkpoint wrote the file, before the sidecar counted it)."""
+    return sidecar.count > 0 or sidecar.files.get("vectors", FAISS_NAME) != FAISS_NAME or (folder / FAISS_NAME).exists()
+
+
+def _has_images_table(path: Path) -> bool | None:
+    """Whether the SQLite file at ``path`` has the photos' table; None when that cannot be told now (locked past the
+    wait, not a database, unreadable): the opener's own connection then reports it, as it always did."""
+    try:
+        # mode=ro: never creates or changes the file (what a plain connect would do to a missing one).
+        connection = sqlite3.connect(
+            f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, timeout=_TABLE_CHECK_TIMEOUT_SECONDS
+        )
+    except sqlite3.Error:
+        return None
+    try:
+        found = connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (IMAGES_TABLE,)
+        ).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        connection.close()
+    return found is not None
+
+
+def check_metadata(folder: Path, sidecar: Sidecar | None, database_url: str | None) -> None:
+    """Refuse a folder whose vectors have lost their rows: the sidecar says it holds vectors, but ``metadata.sqlite``
+    is missing, or is a file without the photos' table (an empty file, or one a process created after the real one
+    was deleted). A new index (no sidecar, or no vectors yet) passes, and so does a database elsewhere
+    (``POLYGLOT_DATABASE_URL``: not this folder's file)."""
+    if database_url is not None or sidecar is None or not holds_vectors(folder, sidecar):
+        return
+    path = folder / DB_NAME
+    if not path.exists():  # a dangling link too: SQLite would create the file it points to
+        problem = f"its metadata database {path} is missing"
+    elif _has_images_table(path) is False:
+        problem = f"its metadata database {path} holds no photo table (an empty or new file)"
+    else:
+        return
+    held = f"{sidecar.count} photos" if sidecar.count else "vectors"
+    raise MetadataMissingError(
+        f"the index in {folder} holds {held} (index.json), but {problem}; nothing was changed, the vectors are left as "
+        f"they are: put back the {DB_NAME} that belongs with them (from the copy or backup that lacks it, or the "
+        "right volume; or set POLYGLOT_DATABASE_URL if this index keeps its metadata on a database server), or, to "
+        "start over, move the folder aside (or point POLYGLOT_INDEX_DIR at "
+        "a new folder) and run `polyglot index add PATH...` (`polyglot index rebuild` cannot help: it needs the "
+        "metadata)"
+    )
 
 
 def check_encoder(folder: Path, sidecar: Sidecar | None, encoder: ImageEncoder) -> None:

@@ -10,8 +10,9 @@ and reads the rows with :mod:`sqlite3` on a read-only connection. It answers Non
 ``ImageIndex.open``, whose answer is today's — whenever that would not be the whole story:
 
 * the metadata is not the folder's SQLite file (``POLYGLOT_DATABASE_URL``) or the vectors are on Milvus;
-* the database file or its ``images`` table is missing, or lacks a column it reads (an index from before a
-  migration: ``ImageIndex.open`` adds the column);
+* the database file or its ``images`` table is missing (when the sidecar counts no vectors yet: a folder that
+  holds vectors is refused here as ``ImageIndex.open`` refuses it, :class:`~indexer.store.opening.MetadataMissingError`),
+  or lacks a column it reads (an index from before a migration: ``ImageIndex.open`` adds the column);
 * the vectors and the rows do not hold the same ids, or the sidecar's count is not the vectors' (a writer was
   killed, or is writing now: ``ImageIndex.open`` repairs the first and serves the second as it stands).
 
@@ -142,7 +143,8 @@ class ReadOnlyIndex:
         """The index in ``settings.resolved_index_dir`` as it is on disk, or None when only ``ImageIndex.open``
         can open it as ``polyglot search`` needs (see the module docstring). The refusals are ``ImageIndex.open``'s:
         :class:`~indexer.store.opening.IndexNotFoundError`, :class:`~indexer.store.opening.IndexMismatchError`,
-        :class:`~indexer.store.sidecar.SidecarError`; a database it cannot read: :class:`BackendUnavailableError`.
+        :class:`~indexer.store.sidecar.SidecarError`, :class:`~indexer.store.opening.MetadataMissingError`; a
+        database it cannot read: :class:`BackendUnavailableError`.
         ``encoder``: the image encoder the index must have been built with (default: the configured one, built
         and not loaded)."""
         if settings.database_url or settings.vector_index.backend == "milvus":
@@ -154,6 +156,8 @@ class ReadOnlyIndex:
         opening.is_stale(folder, sidecar, image_space, rebuild_if_stale=False)
         rows = ReadOnlyRows.open(folder / DB_NAME)
         if rows is None:
+            # Refused here as ImageIndex.open refuses it (checked only now: the usual open pays nothing for it).
+            opening.check_metadata(folder, sidecar, settings.database_url)
             return None
         try:
             vectors = load_vectors(folder, sidecar, settings.vector_index)

@@ -18,7 +18,7 @@ from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
 from indexer.settings import Settings
 from indexer.store.failures import BackendUnavailableError
-from indexer.store.opening import IndexMismatchError, IndexNotFoundError
+from indexer.store.opening import IndexMismatchError, IndexNotFoundError, MetadataMissingError
 from indexer.store.read_only import ReadOnlyIndex, ReadOnlyRows
 from indexer.store.sidecar import DB_NAME, SIDECAR_NAME, Sidecar
 
@@ -137,7 +137,10 @@ def test_what_only_the_full_opener_can_open_is_left_to_it(indexed: Settings) -> 
     database.unlink()
     for extra in ("-wal", "-shm"):
         Path(f"{database}{extra}").unlink(missing_ok=True)
-    assert open_read_only(indexed) is None
+    # No longer left to the full opener, whose new empty database made its repair drop every vector: both refuse
+    # it (tests/collection/test_missing_metadata.py).
+    with pytest.raises(MetadataMissingError):
+        open_read_only(indexed)
 
 
 def test_its_refusals_are_the_full_openers(indexed: Settings, tmp_path: Path) -> None:
