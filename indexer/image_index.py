@@ -92,8 +92,10 @@ class ImageIndex:
     ) -> ImageIndex:
         """Open (or create) the index in ``settings.resolved_index_dir`` and make its vectors agree with SQL.
 
-        A folder whose sidecar counts vectors but whose ``metadata.sqlite`` is gone is refused
-        (:class:`MetadataMissingError`) and left untouched: the repair would otherwise drop every vector.
+        A folder whose sidecar counts vectors but whose ``metadata.sqlite`` is gone (or, with
+        ``POLYGLOT_DATABASE_URL``, whose database has no photo table or no photo rows) is refused
+        (:class:`MetadataMissingError`) and left untouched, nothing created: the repair would otherwise drop every
+        vector.
 
         The vector backend, the index kind and its tuning come from ``settings.vector_index``.
         ``rebuild_if_stale``: an index built in another image space is rebuilt instead of refused (the report is
@@ -103,7 +105,7 @@ class ImageIndex:
         revisions = Revisions(folder)  # before the sidecar is read: a save after this is noticed
         sidecar = opening.read_sidecar(folder, create=create)
         # Before anything can create the database: an empty one would make the repair below drop every vector.
-        opening.check_metadata(folder, sidecar, settings.database_url)
+        opening.check_metadata(folder, sidecar, settings.database_url, settings.database_timeout_seconds)
         encoder = encoder or build_image_encoder(settings)
         opening.check_encoder(folder, sidecar, encoder)
         space = image_space or opening.default_image_space(settings)

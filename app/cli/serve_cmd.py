@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.markup import escape
@@ -168,18 +168,56 @@ def check_database(settings: ServiceSettings) -> None:
 
 
 def check_index_metadata(settings: ServiceSettings) -> None:
-    """An index folder whose ``metadata.sqlite`` is gone is one line and exit 2 before anything opens it, as for
-    ``index add``: with ``--no-index`` (the container's command) the service's start-up would otherwise fail in
-    uvicorn's lifespan, a traceback. The folder is left untouched (:func:`indexer.store.opening.check_metadata`)."""
+    """An index folder whose metadata is gone (``metadata.sqlite``, or the photo rows at ``POLYGLOT_DATABASE_URL``)
+    is one line and exit 2 before anything opens it, as for ``index add``: with ``--no-index`` (the container's
+    command) the service's start-up would otherwise fail in uvicorn's lifespan, a traceback. The folder and the
+    database are left untouched (:func:`indexer.store.opening.check_metadata`)."""
+    from indexer.store.failures import BackendUnavailableError
     from indexer.store.opening import MetadataMissingError, check_metadata
     from indexer.store.sidecar import Sidecar, SidecarError
 
     folder = settings.resolved_index_dir
     try:
-        check_metadata(folder, Sidecar.load(folder), settings.database_url)
-    except (MetadataMissingError, SidecarError) as exc:
+        check_metadata(folder, Sidecar.load(folder), settings.database_url, settings.database_timeout_seconds)
+    except (MetadataMissingError, SidecarError, BackendUnavailableError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(code=2) from None
+
+
+def check_index_fits(settings: ServiceSettings, tower: Path, *, no_index: bool) -> None:
+    """The configured models and the index must fit together before uvicorn starts: refused in the service's
+    start-up (uvicorn's lifespan), each was a traceback and exit 3. One line and exit 2 instead, naming the setting
+    to change: the text model trained for another image encoder than POLYGLOT_IMAGE_ENCODER, an index built with
+    another image encoder, and, with ``--no-index``, an index in another image space (indexing first rebuilds it:
+    ``index_collection``). Nothing is loaded: the image encoder is built, not loaded; config files are read."""
+    import json
+
+    from indexer.encoders.factory import UnknownEncoderError, build_image_encoder
+    from indexer.store import opening
+    from indexer.store.sidecar import Sidecar, SidecarError
+
+    def refuse(message: str) -> NoReturn:
+        console.print(f"[red]error:[/] {escape(message)}", highlight=False)
+        raise typer.Exit(code=2)
+
+    configured = settings.models.image_encoder
+    trained_for = json.loads((tower / "config.json").read_text(encoding="utf-8")).get("image_encoder")
+    if trained_for is not None and trained_for != configured:  # load_models' ModelsError, before the start
+        refuse(
+            f"the text model in {tower} was trained for image encoder {trained_for!r}, but POLYGLOT_IMAGE_ENCODER "
+            f"is {configured!r}: set it to {trained_for} (an index built with another image encoder needs a text "
+            "model trained for that encoder: POLYGLOT_TOWER_PATH)"
+        )
+    folder = settings.resolved_index_dir
+    try:
+        sidecar = Sidecar.load(folder)
+        opening.check_encoder(folder, sidecar, build_image_encoder(settings))
+    except (UnknownEncoderError, SidecarError, opening.IndexMismatchError) as exc:
+        refuse(str(exc))
+    try:
+        opening.is_stale(folder, sidecar, opening.default_image_space(settings), rebuild_if_stale=not no_index)
+    except opening.IndexMismatchError as exc:
+        refuse(f"{exc} (or `polyglot serve` without --no-index, which rebuilds it first)")
 
 
 def register(cli: typer.Typer) -> None:
@@ -221,6 +259,7 @@ def register(cli: typer.Typer) -> None:
             raise typer.Exit(code=2)
         check_database(settings)
         check_index_metadata(settings)
+        check_index_fits(settings, tower, no_index=no_index)
         folder = images or settings.service.images_dir
         if watch:
             if folder is None or not folder.is_dir():

@@ -27,7 +27,8 @@ class IndexNotFoundError(FileNotFoundError):
 
 
 class MetadataMissingError(IndexMismatchError):
-    """The sidecar says the folder holds vectors, but its SQLite metadata database is gone (or is an empty file).
+    """The sidecar says the folder holds vectors, but its SQLite metadata database is gone (or is an empty file), or
+    the database server of ``POLYGLOT_DATABASE_URL`` has no photo table or no photo rows.
 
     Opening it anyway would create an empty database, and the crash repair that follows would then drop every
     vector, since no row claims them: one incomplete copy of the folder would cost the whole index. A subclass of
@@ -93,13 +94,79 @@ def _has_images_table(path: Path) -> bool | None:
     return found is not None
 
 
-def check_metadata(folder: Path, sidecar: Sidecar | None, database_url: str | None) -> None:
+def _server_images(database_url: str, timeout: float | None) -> bool | None:
+    """Whether the photos' table at ``database_url`` (a database server) holds a row; None: it has no such table.
+    Only reads: no table is created, nothing is written."""
+    from sqlalchemy import inspect, text
+
+    from indexer.store.sql import create_sql_engine
+
+    engine = create_sql_engine(database_url, timeout=timeout)
+    try:
+        with engine.connect() as connection:
+            # Unqualified, as MetadataStore's tables are: the URL's search_path (a schema per index) applies.
+            if not inspect(connection).has_table(IMAGES_TABLE):
+                return None
+            quoted = engine.dialect.identifier_preparer.quote(IMAGES_TABLE)
+            return connection.execute(text(f"SELECT 1 FROM {quoted} LIMIT 1")).first() is not None
+    finally:
+        engine.dispose()
+
+
+def _server_problem(folder: Path, database_url: str, timeout: float | None) -> str | None:
+    """What is missing at ``database_url`` for an index that holds vectors, or None when its rows are there."""
+    from sqlalchemy.engine import make_url
+
+    from indexer.store.failures import translated
+    from indexer.store.sql import redact_url
+
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite":  # a file elsewhere: connecting would create a missing one
+        if not url.database or url.database == ":memory:":
+            return None
+        path = Path(url.database)
+        if not path.exists():
+            return f"its metadata database {path} (POLYGLOT_DATABASE_URL) is missing"
+        if _has_images_table(path) is False:
+            return f"its metadata database {path} (POLYGLOT_DATABASE_URL) holds no photo table (an empty or new file)"
+        return None
+    with translated(folder):  # a server that is down: the opener's own one-line outage error
+        found = _server_images(database_url, timeout)
+    where = f"the database at {redact_url(database_url)} (POLYGLOT_DATABASE_URL)"
+    if found is None:
+        return f"{where} has no {IMAGES_TABLE} table (an empty or another database)"
+    if not found:
+        return f"{where} holds no photo rows (its {IMAGES_TABLE} table is empty: a new or another database)"
+    return None
+
+
+def check_metadata(
+    folder: Path, sidecar: Sidecar | None, database_url: str | None, timeout: float | None = None
+) -> None:
     """Refuse a folder whose vectors have lost their rows: the sidecar says it holds vectors, but ``metadata.sqlite``
     is missing, or is a file without the photos' table (an empty file, or one a process created after the real one
-    was deleted). A new index (no sidecar, or no vectors yet) passes, and so does a database elsewhere
-    (``POLYGLOT_DATABASE_URL``: not this folder's file)."""
-    if database_url is not None or sidecar is None or not holds_vectors(folder, sidecar):
+    was deleted); or, with ``database_url`` (``POLYGLOT_DATABASE_URL``), that database has no photo table or not one
+    row in it (a fresh volume, the wrong database or schema, a folder restored without its dump). A new index (no
+    sidecar, or no vectors yet) passes, and so does metadata older than the vectors that holds rows (a backup from
+    another moment: the opener reconciles to what both contain). ``timeout``: the longest wait for a database
+    server's answer; one that is down raises :class:`~indexer.store.failures.BackendUnavailableError`."""
+    if sidecar is None or not holds_vectors(folder, sidecar):
         return
+    held = f"{sidecar.count} photos" if sidecar.count else "vectors"
+    kept = f"the index in {folder} holds {held} (index.json), but "
+    start_over = (
+        "or, to start over, move the folder aside (or point POLYGLOT_INDEX_DIR at a new folder) and run "
+        "`polyglot index add PATH...` (`polyglot index rebuild` cannot help: it needs the metadata)"
+    )
+    if database_url is not None:
+        problem = _server_problem(folder, database_url, timeout)
+        if problem is None:
+            return
+        raise MetadataMissingError(
+            f"{kept}{problem}; nothing was changed or created, the vectors are left as they are: point "
+            "POLYGLOT_DATABASE_URL at the database that holds this index's metadata (or restore its dump there, "
+            f"e.g. the pg_dump taken with the folder), {start_over}"
+        )
     path = folder / DB_NAME
     if not path.exists():  # a dangling link too: SQLite would create the file it points to
         problem = f"its metadata database {path} is missing"
@@ -107,14 +174,11 @@ def check_metadata(folder: Path, sidecar: Sidecar | None, database_url: str | No
         problem = f"its metadata database {path} holds no photo table (an empty or new file)"
     else:
         return
-    held = f"{sidecar.count} photos" if sidecar.count else "vectors"
     raise MetadataMissingError(
-        f"the index in {folder} holds {held} (index.json), but {problem}; nothing was changed, the vectors are left as "
+        f"{kept}{problem}; nothing was changed, the vectors are left as "
         f"they are: put back the {DB_NAME} that belongs with them (from the copy or backup that lacks it, or the "
-        "right volume; or set POLYGLOT_DATABASE_URL if this index keeps its metadata on a database server), or, to "
-        "start over, move the folder aside (or point POLYGLOT_INDEX_DIR at "
-        "a new folder) and run `polyglot index add PATH...` (`polyglot index rebuild` cannot help: it needs the "
-        "metadata)"
+        "right volume; or set POLYGLOT_DATABASE_URL if this index keeps its metadata on a database server), "
+        f"{start_over}"
     )
 
 

@@ -1,10 +1,13 @@
-"""``polyglot search``, ``index add`` and ``serve`` on an index whose ``metadata.sqlite`` is gone: one line that says
+"""``polyglot search``, ``index add`` and ``serve`` on an index whose ``metadata.sqlite`` is gone (or whose
+``POLYGLOT_DATABASE_URL`` names a database without its photo rows): one line that says
 what is missing and what to do, exit 2, and the folder untouched. They created an empty database and dropped every
 vector (``indexer/store/opening.py``: ``check_metadata``)."""
 
 from __future__ import annotations
 
 import socket
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -74,3 +77,59 @@ def test_serve_refuses_it_before_starting(lost_database: Path, monkeypatch: pyte
     line = refused_in_one_line(["serve", *how, "--port", port, "--quiet"])
     assert f"{lost_database / DB_NAME} is missing" in line and "vectors are left as they are" in line
     assert folder_bytes(lost_database) == before
+
+
+@pytest.fixture
+def empty_database(cli_env: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str, pg_schema: str) -> Iterator[str]:  # noqa: F811
+    """An index of 4 photos built by the CLI with its rows on PostgreSQL (``pg_schema``), then
+    POLYGLOT_DATABASE_URL pointed at a fresh, empty schema (a new pgdata volume, the wrong database); yields that
+    schema's name."""
+    from sqlalchemy import create_engine, text
+
+    monkeypatch.setenv("POLYGLOT_DATABASE_URL", f"{postgres_url}?options=-csearch_path%3D{pg_schema}")
+    write_random_images(cli_env / "photos", 4)
+    result = runner.invoke(cli, ["index", "add", "photos", "-q"])
+    assert result.exit_code == 0, result.output
+    empty = f"test_{uuid.uuid4().hex[:12]}"
+    engine = create_engine(postgres_url)
+    with engine.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{empty}"'))
+    monkeypatch.setenv("POLYGLOT_DATABASE_URL", f"{postgres_url}?options=-csearch_path%3D{empty}")
+    try:
+        yield empty
+        with engine.connect() as connection:  # nothing was created there
+            assert connection.execute(text(f"SELECT to_regclass('\"{empty}\".images')")).scalar() is None
+    finally:
+        with engine.begin() as connection:
+            connection.execute(text(f'DROP SCHEMA "{empty}" CASCADE'))
+        engine.dispose()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "un chien sur la plage", "--lang", "fr"],
+        ["index", "list"],
+        ["serve", "--no-index", "--quiet"],
+    ],
+)
+def test_commands_refuse_an_empty_postgresql_database_and_keep_the_vectors(
+    cli_env: Path,  # noqa: F811
+    empty_database: str,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+) -> None:
+    if args[0] == "serve":
+        monkeypatch.delenv("POLYGLOT_TOWER_PATH")  # the shipped text model: serve checks it is there first
+
+        def serving(*args: object, **kwargs: object) -> None:  # the old code served, its vectors dropped
+            raise AssertionError("serve got as far as starting the service")
+
+        monkeypatch.setattr("uvicorn.run", serving)
+    folder = cli_env / "var" / "index"
+    before = folder_bytes(folder)
+    line = refused_in_one_line(args)
+    assert line.startswith("error: the index in") and "4 photos" in line and "has no images table" in line
+    assert empty_database in line and "vectors are left as they are" in line and "POLYGLOT_DATABASE_URL" in line
+    assert folder_bytes(folder) == before
