@@ -27,11 +27,12 @@ CASES = {
     "Goldfisch": {1},
     "GOLDFISH": {1},
     "金鱼": {1},
+    "Elefant": ELEPHANTS,
     "ein Elefant": ELEPHANTS,
     "éléphant": ELEPHANTS,
 }
-# Still missed by the shipped student (measured 2026-11-28, 12 layers, the top 4 trained): "Elefant" ranks an elephant
-# 8th (31st with the previous round's student), "слон" 134th (267th).
+# Still missed by the shipped student (measured 2026-11-28, 12 layers, the top 6 trained): "слон" ranks an elephant
+# 10th (134th with the student before it, 267th with the one before that), "ELEFANT" 246th ("Elefant": 31st, 8th, now 2nd).
 
 
 @pytest.fixture(scope="module")
