@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import permutations
 from pathlib import Path
 
 import numpy as np
@@ -60,10 +61,28 @@ def test_vocabulary_then_tags_with_the_shipped_models(tmp_path: Path, monkeypatc
     # here alone.
     targets = text.embed(words)
     sources = text.embed([t["source"] for t in tags])
-    taken: set[str] = set()
-    for tag, source in zip(tags, sources, strict=True):
-        scores = 0.65 * targets @ image + 0.35 * targets @ source
-        best = next(words[i] for i in np.argsort(-scores) if words[i] not in taken)
-        taken.add(best)
-        assert tag["tag"] == best
-        assert tag["score"] == pytest.approx(float(scores[words.index(best)]), abs=5e-3)
+    max_similarity = settings.tagging.max_similarity
+
+    def assign(row_order: tuple[int, ...]) -> dict[int, tuple[str, float]]:
+        """Each source row in turn takes its best word not taken yet and not a near-synonym of one taken."""
+        taken: list[int] = []
+        chosen: dict[int, tuple[str, float]] = {}
+        for row in row_order:
+            scores = 0.65 * targets @ image + 0.35 * targets @ sources[row]
+            best = next(
+                int(i)
+                for i in np.argsort(-scores)
+                if i not in taken and (not taken or float(np.max(targets[taken] @ targets[i])) < max_similarity)
+            )
+            taken.append(best)
+            chosen[row] = (words[best], float(scores[best]))
+        return chosen
+
+    # The answer lists the tags by score, not in the order their source rows were assigned (the image's source tags,
+    # best class first), so the rows are replayed in every order: one of them must give exactly these tags.
+    replays = [assign(order) for order in permutations(range(len(tags)))]
+    matching = [r for r in replays if all(r[j][0] == tag["tag"] for j, tag in enumerate(tags))]
+    assert matching, [t["tag"] for t in tags]
+    for j, tag in enumerate(tags):
+        assert tag["score"] == pytest.approx(matching[0][j][1], abs=5e-3)
+    assert [t["score"] for t in tags] == sorted((t["score"] for t in tags), reverse=True)
