@@ -167,39 +167,32 @@ def check_database(settings: ServiceSettings) -> None:
         raise typer.Exit(code=2) from None
 
 
-def check_index_metadata(settings: ServiceSettings) -> None:
-    """An index folder whose metadata is gone (``metadata.sqlite``, or the photo rows at ``POLYGLOT_DATABASE_URL``)
-    is one line and exit 2 before anything opens it, as for ``index add``: with ``--no-index`` (the container's
-    command) the service's start-up would otherwise fail in uvicorn's lifespan, a traceback. The folder and the
-    database are left untouched (:func:`indexer.store.opening.check_metadata`)."""
-    from indexer.store.failures import BackendUnavailableError
-    from indexer.store.opening import MetadataMissingError, check_metadata
-    from indexer.store.sidecar import Sidecar, SidecarError
-
-    folder = settings.resolved_index_dir
-    try:
-        check_metadata(folder, Sidecar.load(folder), settings.database_url, settings.database_timeout_seconds)
-    except (MetadataMissingError, SidecarError, BackendUnavailableError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(code=2) from None
-
-
 def check_index_fits(settings: ServiceSettings, tower: Path, *, no_index: bool) -> None:
     """The configured models and the index must fit together before uvicorn starts: refused in the service's
     start-up (uvicorn's lifespan), each was a traceback and exit 3. One line and exit 2 instead, naming the setting
-    to change: the text model trained for another image encoder than POLYGLOT_IMAGE_ENCODER, an index built with
-    another image encoder, and, with ``--no-index``, an index in another image space (indexing first rebuilds it:
-    ``index_collection``). Nothing is loaded: the image encoder is built, not loaded; config files are read."""
+    to change. First an index folder whose metadata is gone (``metadata.sqlite``, or the photo rows at
+    ``POLYGLOT_DATABASE_URL``), as for ``index add``, with the folder and the database left untouched
+    (:func:`indexer.store.opening.check_metadata`); then the text model trained for another image encoder than
+    POLYGLOT_IMAGE_ENCODER, an index built with another image encoder, and, with ``--no-index``, an index in another
+    image space (indexing first rebuilds it: ``index_collection``). Nothing is loaded: the image encoder is built,
+    not loaded; config files and the sidecar (once) are read."""
     import json
 
     from indexer.encoders.factory import UnknownEncoderError, build_image_encoder
     from indexer.store import opening
+    from indexer.store.failures import BackendUnavailableError
     from indexer.store.sidecar import Sidecar, SidecarError
 
     def refuse(message: str) -> NoReturn:
         console.print(f"[red]error:[/] {escape(message)}", highlight=False)
         raise typer.Exit(code=2)
 
+    folder = settings.resolved_index_dir
+    try:
+        sidecar = Sidecar.load(folder)
+        opening.check_metadata(folder, sidecar, settings.database_url, settings.database_timeout_seconds)
+    except (opening.MetadataMissingError, SidecarError, BackendUnavailableError) as exc:
+        refuse(str(exc))
     configured = settings.models.image_encoder
     trained_for = json.loads((tower / "config.json").read_text(encoding="utf-8")).get("image_encoder")
     if trained_for is not None and trained_for != configured:  # load_models' ModelsError, before the start
@@ -208,11 +201,9 @@ def check_index_fits(settings: ServiceSettings, tower: Path, *, no_index: bool) 
             f"is {configured!r}: set it to {trained_for} (an index built with another image encoder needs a text "
             "model trained for that encoder: POLYGLOT_TOWER_PATH)"
         )
-    folder = settings.resolved_index_dir
     try:
-        sidecar = Sidecar.load(folder)
         opening.check_encoder(folder, sidecar, build_image_encoder(settings))
-    except (UnknownEncoderError, SidecarError, opening.IndexMismatchError) as exc:
+    except (UnknownEncoderError, opening.IndexMismatchError) as exc:
         refuse(str(exc))
     try:
         opening.is_stale(folder, sidecar, opening.default_image_space(settings), rebuild_if_stale=not no_index)
@@ -258,7 +249,6 @@ def register(cli: typer.Typer) -> None:
             )
             raise typer.Exit(code=2)
         check_database(settings)
-        check_index_metadata(settings)
         check_index_fits(settings, tower, no_index=no_index)
         folder = images or settings.service.images_dir
         if watch:

@@ -73,14 +73,21 @@ def holds_vectors(folder: Path, sidecar: Sidecar) -> bool:
     return sidecar.count > 0 or sidecar.files.get("vectors", FAISS_NAME) != FAISS_NAME or (folder / FAISS_NAME).exists()
 
 
+def connect_read_only(path: Path, timeout: float, *, check_same_thread: bool = True) -> sqlite3.Connection:
+    """A connection to the SQLite file at ``path`` that can only read: ``mode=ro`` never creates or changes the file
+    (what a plain connect would do to a missing one), sets no journal mode and makes no table; a WAL database is read
+    through its shared-memory file, as any reader reads it while a writer commits. ``timeout``: the longest wait
+    for a writer's lock. :class:`sqlite3.Error` when it cannot be opened."""
+    return sqlite3.connect(
+        f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, timeout=timeout, check_same_thread=check_same_thread
+    )
+
+
 def _has_images_table(path: Path) -> bool | None:
     """Whether the SQLite file at ``path`` has the photos' table; None when that cannot be told now (locked past the
     wait, not a database, unreadable): the opener's own connection then reports it, as it always did."""
     try:
-        # mode=ro: never creates or changes the file (what a plain connect would do to a missing one).
-        connection = sqlite3.connect(
-            f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, timeout=_TABLE_CHECK_TIMEOUT_SECONDS
-        )
+        connection = connect_read_only(path, _TABLE_CHECK_TIMEOUT_SECONDS)
     except sqlite3.Error:
         return None
     try:
@@ -124,12 +131,7 @@ def _server_problem(folder: Path, database_url: str, timeout: float | None) -> s
     if url.get_backend_name() == "sqlite":  # a file elsewhere: connecting would create a missing one
         if not url.database or url.database == ":memory:":
             return None
-        path = Path(url.database)
-        if not path.exists():
-            return f"its metadata database {path} (POLYGLOT_DATABASE_URL) is missing"
-        if _has_images_table(path) is False:
-            return f"its metadata database {path} (POLYGLOT_DATABASE_URL) holds no photo table (an empty or new file)"
-        return None
+        return _sqlite_file_problem(Path(url.database), " (POLYGLOT_DATABASE_URL)")
     with translated(folder):  # a server that is down: the opener's own one-line outage error
         found = _server_images(database_url, timeout)
     where = f"the database at {redact_url(database_url)} (POLYGLOT_DATABASE_URL)"
@@ -137,6 +139,16 @@ def _server_problem(folder: Path, database_url: str, timeout: float | None) -> s
         return f"{where} has no {IMAGES_TABLE} table (an empty or another database)"
     if not found:
         return f"{where} holds no photo rows (its {IMAGES_TABLE} table is empty: a new or another database)"
+    return None
+
+
+def _sqlite_file_problem(path: Path, named_by: str = "") -> str | None:
+    """What is wrong with the SQLite metadata file at ``path`` for an index that holds vectors, or None: missing (a
+    dangling link too: SQLite would create the file it points to), or a file without the photos' table."""
+    if not path.exists():
+        return f"its metadata database {path}{named_by} is missing"
+    if _has_images_table(path) is False:
+        return f"its metadata database {path}{named_by} holds no photo table (an empty or new file)"
     return None
 
 
@@ -167,12 +179,8 @@ def check_metadata(
             "POLYGLOT_DATABASE_URL at the database that holds this index's metadata (or restore its dump there, "
             f"e.g. the pg_dump taken with the folder), {start_over}"
         )
-    path = folder / DB_NAME
-    if not path.exists():  # a dangling link too: SQLite would create the file it points to
-        problem = f"its metadata database {path} is missing"
-    elif _has_images_table(path) is False:
-        problem = f"its metadata database {path} holds no photo table (an empty or new file)"
-    else:
+    problem = _sqlite_file_problem(folder / DB_NAME)
+    if problem is None:
         return
     raise MetadataMissingError(
         f"{kept}{problem}; nothing was changed, the vectors are left as "

@@ -27,7 +27,6 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import quote
 
 import numpy as np
 
@@ -67,14 +66,7 @@ class ReadOnlyRows:
         if not path.is_file():
             return None
         try:
-            # mode=ro: nothing is created or changed (no journal mode set, no table made); a WAL database is read
-            # through its shared-memory file, as any reader reads it while a writer commits.
-            connection = sqlite3.connect(
-                f"file:{quote(str(path.resolve()))}?mode=ro",
-                uri=True,
-                timeout=timeout,
-                check_same_thread=False,
-            )
+            connection = opening.connect_read_only(path, timeout, check_same_thread=False)
         except sqlite3.Error:
             return None  # cannot be opened read-only (a folder it may not read in): the full path explains
         rows = cls(connection, path)
