@@ -55,6 +55,11 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
         pseudo_concept_share: float = typer.Option(
             0.5, min=0.0, max=1.0, help="Share of the step's class names given as word-by-word translations."
         ),
+        name_texts: str = typer.Option(
+            "word-by-word",
+            help="Translated class names: 'word-by-word' (one English name a class) or 'lemmas' (every English "
+            "name, word orders, compounds; 5 % of classes held out for the names-XX check).",
+        ),
         case_forms: bool = typer.Option(True, help="Draw words and class names lower-case, Capitalised or UPPER."),
         layers: int = typer.Option(4, min=1, max=12, help="e5-small layers the student keeps."),
         frozen_layers: int = typer.Option(0, min=0, max=11, help="Lower layers left as pretrained (no gradient)."),
@@ -93,6 +98,8 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
 
         settings = read_settings()
         use_lexicons = lexicons is not None and str(lexicons) not in ("", ".")
+        if name_texts not in ("word-by-word", "lemmas"):
+            raise fail(f"--name-texts must be 'word-by-word' or 'lemmas', not {name_texts!r}")
         if use_lexicons and not any(Path(str(lexicons)).glob("en-*.tsv")):
             raise fail(f"no en-XX.tsv dictionaries in {lexicons}; pass --lexicons '' to train without them")
         recipe = StudentRecipe(
@@ -104,6 +111,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             keep_per_step=keep_per_step,
             words_per_step=words_per_step if use_lexicons else 0,
             pseudo_concept_share=pseudo_concept_share if use_lexicons else 0.0,
+            name_texts=name_texts,
             case_forms=case_forms,
             muse_word_share=muse_word_share if use_lexicons and words_per_step else 0.0,
             muse_words_per_step=muse_words_per_step if use_lexicons and words_per_step else 0,

@@ -6,7 +6,8 @@
 * **translations**: ``m30k-text`` task-1 English captions with their human translations (de, fr, cs) and the
   machine translations of ``more-langs`` (es, zh, uk, ar), for distillation: the teacher's vector of the English
   caption is the target of each translation and of the English caption itself.
-* **concepts**: the 1,000 ImageNet class names in English only, in a few phrasings, and where the image
+* **concepts**: the 1,000 ImageNet class names in English only (and, with ``name_texts="lemmas"``, every other
+  English name WordNet gives the class), in a few phrasings, and where the image
   encoder's own classifier puts each class (:func:`class_prototypes`). The non-English names of
   ``imagenet-labels`` are measurement data and never read here.
 """
@@ -123,11 +124,17 @@ def translations(text_corpus: Path, extra: list[Path]) -> Translations:
     return Translations([english[i] for i in sources], text, lang, np.array(source, dtype=np.int64))
 
 
-def concepts(image_encoder: ImageEncoder) -> Concepts:
+def concepts(image_encoder: ImageEncoder, synonyms: list[list[str]] | None = None) -> Concepts:
+    """The class names in ``CONCEPT_TEMPLATES``' phrasings; ``synonyms`` (each class's other English names, e.g.
+    WordNet's lemmas) are added bare and as "a photo of a …"."""
     names = imagenet_class_names()
     text, label = [], []
     for index, name in enumerate(names):
         for template in CONCEPT_TEMPLATES:
             text.append(template.format(name))
             label.append(index)
+        for other in synonyms[index] if synonyms else []:
+            if other.lower() != name.lower():
+                text += [other, f"a photo of a {other}"]
+                label += [index, index]
     return Concepts(text, np.array(label, dtype=np.int64), class_prototypes(image_encoder))

