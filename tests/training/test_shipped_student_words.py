@@ -30,9 +30,13 @@ CASES = {
     "Elefant": ELEPHANTS,
     "ein Elefant": ELEPHANTS,
     "éléphant": ELEPHANTS,
+    # Found since the fourth round's name texts (the student before it: 4th, 8th, 83rd).
+    "Nilpferd": {344},
+    "熊猫": PANDAS,
+    "Schmetterling": set(range(321, 327)),
 }
-# Still missed by the shipped student (measured 2026-11-28, 12 layers, the top 6 trained): "слон" ranks an elephant
-# 10th (134th with the student before it, 267th with the one before that), "ELEFANT" 246th ("Elefant": 31st, 8th, now 2nd).
+# Still missed by the shipped student (measured 2026-11-28, the fourth round's w12n): "слон" ranks an elephant 8th
+# (10th, 134th, 267th with the students before it), "ELEFANT" 10th (246th before; "Elefant": 31st, 8th, 2nd, now 1st).
 
 
 @pytest.fixture(scope="module")

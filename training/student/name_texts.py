@@ -10,7 +10,7 @@ language's wide-dev names were such a text, while up to 61 % were made of dictio
   "giant panda, panda, panda bear, coon bear"): 1,860 names for 1,000 classes. "pram" translates to a word where
   "baby carriage" does not. Latin binomials ("Ailuropoda melanoleuca") are left out: no dictionary has them.
 * **word order**: where an adjective follows its noun (Romance languages, Indonesian, Arabic, …) a two-word name is
-  also given the other way round ("white shark" → "tiburón blanco" as well as "blanco tiburón").
+  also given the other way round ("white shark" → "requin blanc" as well as "blanc requin").
 * **compounds**: where nouns join into one word (German, Dutch, the Nordic languages, Finnish, Estonian,
   Hungarian), a two-word name is also given joined ("gold fish" → "goldfisch").
 * **more senses**: up to ``variants`` different draws of each word's translations.
