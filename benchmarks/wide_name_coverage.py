@@ -50,8 +50,9 @@ def muse_check(names: PseudoNames, human: dict[str, set[str]], top_k: int) -> st
     rows = [i for i, lang in enumerate(names.lang) if lang in MUSE_TEACHER_LANGS]
     queries = text_embeddings(muse, [names.text[i] for i in rows], settings.resolved_cache_dir, desc="name texts")
     english, owner = [], []
+    clean = imagenet_class_names()
     for label, lemmas in enumerate(class_lemmas()):
-        for name in dict.fromkeys([imagenet_class_names()[label], *lemmas]):
+        for name in dict.fromkeys([clean[label], *lemmas]):
             english.append(name)
             owner.append(label)
     vectors = text_embeddings(muse, english, settings.resolved_cache_dir, desc="English names")

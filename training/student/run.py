@@ -154,7 +154,8 @@ def run_student(
     targets = teacher_vectors(teacher, parallel.sources, cache_dir, name=f"teacher:{teacher.encoder.name}")
     if not image_encoder.loaded:
         image_encoder.load()
-    names = concepts(image_encoder, class_lemmas() if recipe.name_texts == "lemmas" else None)
+    lemmas = class_lemmas() if recipe.name_texts == "lemmas" else None  # read once: English texts and translations
+    names = concepts(image_encoder, lemmas)
     checks = [holdout_check(held)] if held is not None else []
     words = word_targets = pseudo = taught = None
     if data.lexicons is not None:
@@ -171,8 +172,8 @@ def run_student(
                 words, word_targets, taught = muse_word_targets(
                     words, word_targets, muse, names.prototypes, recipe, cache_dir
                 )
-        if recipe.pseudo_concept_share and recipe.name_texts == "lemmas":
-            generated = name_texts(tables, class_lemmas(), seed=recipe.seed)
+        if recipe.pseudo_concept_share and lemmas is not None:
+            generated = name_texts(tables, lemmas, seed=recipe.seed)
             pseudo, held_names = held_out_classes(generated, data.holdout, seed=recipe.seed)
             checks.append(name_check(held_names, names.prototypes))
         elif recipe.pseudo_concept_share:
