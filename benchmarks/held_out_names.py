@@ -1,9 +1,11 @@
 """The training curve's ``names-XX`` check for any saved student, through the served (ONNX) text side: the
-translated names of the fourth round's held-out classes (``training.student.name_texts.held_out_classes``, the
-recipe's seed and hold-out share), R@1 of their own class among the 1,000 classifier directions. Used for the
-curve's step 0 (the student a run starts from, which never logged this check)::
+translated names a run held out (the recipe's seed and hold-out share), R@1 of their own class among the 1,000
+classifier directions. ``--split class-languages`` (the default, from the fifth round on: in each language 5 % of
+its classes, ``held_out_class_languages``) or ``--split classes`` (the fourth round's: 5 % of the classes in every
+language, ``held_out_classes``). Used for the curve's step 0 (the student a run starts from, which never logged
+this split)::
 
-    .venv/bin/python benchmarks/held_out_names.py var/students/w12f6 var/students/w12n
+    .venv/bin/python benchmarks/held_out_names.py --split classes var/students/w12f6 var/students/w12n
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from app.cli.settings_cli import read_settings
 from indexer.encoders import build_image_encoder
 from indexer.query.models import load_text_tower
 from training.losses.concept import class_prototypes
-from training.student.name_texts import class_lemmas, held_out_classes, name_texts
+from training.student.name_texts import class_lemmas, held_out_class_languages, held_out_classes, name_texts
 from training.student.run import WORD_CHECK_LANGS
 from training.student.words import read_lexicons
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SPLITS = {"class-languages": held_out_class_languages, "classes": held_out_classes}
 
 
 def main() -> None:
@@ -30,9 +33,10 @@ def main() -> None:
     parser.add_argument("--lexicons", type=Path, default=DATA / "lexicons")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--holdout", type=float, default=0.05)
+    parser.add_argument("--split", choices=sorted(SPLITS), default="class-languages")
     args = parser.parse_args()
     generated = name_texts(read_lexicons(args.lexicons), class_lemmas(), seed=args.seed)
-    _train, held = held_out_classes(generated, args.holdout, seed=args.seed)
+    _train, held = SPLITS[args.split](generated, args.holdout, seed=args.seed)
     settings = read_settings()
     image_encoder = build_image_encoder(settings)
     image_encoder.load()

@@ -30,8 +30,8 @@ def markdown(entries: list[dict[str, Any]], source: str) -> str:
     lines = [
         f"Training curve of `{source}`: each term's mean over the steps since the previous row; held-out checks "
         "(train photos held out: t2i R@10 per language; `words-XX`: held-out dictionary words, R@1 of the English word "
-        "among the held-out ones; `names-XX`, where logged: translated names of held-out classes, R@1 of their class "
-        "among the 1,000) at every evaluation.",
+        "among the held-out ones; `names-XX`, where logged: translated names held out in that language, R@1 of their "
+        "class among the 1,000) at every evaluation.",
         "",
         "| " + " | ".join(header) + " |",
         "| " + " | ".join("---:" for _ in header) + " |",

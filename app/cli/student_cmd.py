@@ -58,7 +58,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
         name_texts: str = typer.Option(
             "word-by-word",
             help="Translated class names: 'word-by-word' (one English name a class) or 'lemmas' (every English "
-            "name, word orders, compounds; 5 % of classes held out for the names-XX check).",
+            "name, word orders, compounds; in each language 5 % of its classes held out for the names-XX check).",
         ),
         case_forms: bool = typer.Option(True, help="Draw words and class names lower-case, Capitalised or UPPER."),
         layers: int = typer.Option(4, min=1, max=12, help="e5-small layers the student keeps."),

