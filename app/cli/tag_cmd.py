@@ -34,6 +34,7 @@ from indexer.tagging.vocabulary import (
     read_word_list,
     select_words,
 )
+from training.tag_vocab.build import DEFAULT_PER_CLASS_WORD
 
 tags_app = typer.Typer(help="Target-language tag vocabularies for `polyglot tag`.", no_args_is_help=True)
 vocab_app = typer.Typer(help="Build and list tag vocabularies (versioned beside the index).", no_args_is_help=True)
@@ -150,6 +151,11 @@ def vocab_ship(
     data: Path = typer.Option(..., help="Shared data folder with m30k-f8k, m30k-text, more-langs (captions)."),
     out_dir: Path = typer.Option(SHIPPED_TAGS, "--out", help="Where the word files go (the shipped folder)."),
     lang: str | None = typer.Option(None, "--lang", help="Only these languages (default: en + every dictionary)."),
+    per_class_word: int = typer.Option(
+        DEFAULT_PER_CLASS_WORD,
+        min=1,
+        help="Translations kept at most per ImageNet class name (caption words keep 3).",
+    ),
 ) -> None:
     """Rebuild the shipped vocabularies (words only) from their sources: maintainers' command, reproducible (the
     same sources give the same files). See indexer/assets/tags/README.md."""
@@ -164,7 +170,9 @@ def vocab_ship(
             data,
             out_dir,
             parse_langs(lang) if lang else None,
-            command="polyglot tags vocab ship --lexicons ../shared/data/lexicons --data ../shared/data",
+            per_class_word=per_class_word,
+            command="polyglot tags vocab ship --lexicons ../shared/data/lexicons --data ../shared/data"
+            + (f" --per-class-word {per_class_word}" if per_class_word != DEFAULT_PER_CLASS_WORD else ""),
             progress=lambda message: console.print(message, highlight=False),
         )
     except (OSError, ValueError) as exc:

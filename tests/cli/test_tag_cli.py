@@ -143,3 +143,43 @@ def test_embed_the_shipped_vocabularies_at_set_up(cli_env: Path) -> None:
     assert len(list((cli_env / "home/cache/tag-vectors").iterdir())) == 1
     code, output = invoke("tags", "vocab", "embed", "--lang", "eo")
     assert code == 2 and "no shipped tag vocabulary for eo" in output
+
+
+def test_ship_keeps_more_translations_per_class_name_when_asked(cli_env: Path) -> None:
+    """`tags vocab ship` on a one-word dictionary: the ImageNet class names ending in "shark" keep their head's
+    translations, three by default, as many as --per-class-word asks; the manifest's command says so."""
+    (cli_env / "lexicons").mkdir()
+    sharks = ["requin", "squale", "roussette", "aiguillat", "milandre"]
+    (cli_env / "lexicons/en-fr.tsv").write_text("".join(f"shark\t{w}\n" for w in sharks), encoding="utf-8")
+    caption = json.dumps({"image": "a.jpg", "lang": "en", "text": "A shark in the sea", "source": "t"}) + "\n"
+    for path in (
+        "m30k-f8k/captions.jsonl",
+        "m30k-text/captions.jsonl",
+        "more-langs/f8k-captions.jsonl",
+        "more-langs/text-captions.jsonl",
+    ):
+        (cli_env / "data" / path).parent.mkdir(parents=True, exist_ok=True)
+        (cli_env / "data" / path).write_text(caption, encoding="utf-8")
+    (cli_env / "data/m30k-f8k/splits").mkdir()
+    (cli_env / "data/m30k-f8k/splits/train.txt").write_text("a.jpg\n", encoding="utf-8")
+    (cli_env / "data/m30k-f8k/splits/dev.txt").write_text("", encoding="utf-8")
+
+    def ship(*extra: str) -> tuple[list[str], dict[str, object]]:
+        code, output = invoke(
+            "tags", "vocab", "ship", "--lexicons", "lexicons", "--data", "data", "--out", "out", "--lang", "fr", *extra
+        )
+        assert code == 0, output
+        words = [line.split("\t")[0] for line in (cli_env / "out/fr.tsv").read_text(encoding="utf-8").splitlines()]
+        return words, json.loads((cli_env / "out/manifest.json").read_text(encoding="utf-8"))
+
+    words, manifest = ship()
+    assert words == sharks[:3] and str(manifest["command"]).endswith("--data ../shared/data")
+    words, manifest = ship("--per-class-word", "5")
+    assert words == sharks and str(manifest["command"]).endswith("--per-class-word 5")
+    assert manifest["settings"] == {
+        "max_words": 4000,
+        "per_word": 3,
+        "per_class_word": 5,
+        "min_count": 20,
+        "min_languages": 20,
+    }

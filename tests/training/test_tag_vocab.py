@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from training.tag_vocab.build import Evidence, read_dictionary, translate
+from training.tag_vocab.build import Evidence, TagEntry, read_dictionary, translate
 from training.tag_vocab.checks import in_script
 from training.tag_vocab.english import EnglishWord, english_words, noun_share
 
@@ -55,6 +55,28 @@ def test_inflections_and_unaccented_doubles_fold_and_sources_lead_with_the_word_
     )
     assert by_key["requin"].sources == ["shark", "great white shark"]  # the translation of "shark" itself first
     assert by_key["chien"].sources == ["dog", "maltese dog"]
+
+
+def test_a_class_name_keeps_more_translations_than_a_caption_word() -> None:
+    # Five French words for the head of a class name and five for a caption word, every one passing the checks.
+    dictionary = {
+        "shark": ["requin", "squale", "roussette", "aiguillat", "milandre"],
+        "bank": ["banque", "rive", "berge", "talus", "remblai"],
+    }
+    english = [word("tiger shark", "imagenet"), word("bank")]
+
+    def kept_for(entries: list[TagEntry], source: str) -> list[str]:
+        return [e.key for e in entries if source in e.sources]
+
+    entries, _ = translate("fr", english, dictionary, NO_EVIDENCE, None, 100, 3, per_class_word=5)
+    assert kept_for(entries, "tiger shark") == ["requin", "squale", "roussette", "aiguillat", "milandre"]
+    assert kept_for(entries, "bank") == ["banque", "rive", "berge"]  # caption words keep per_word
+    # Without per_class_word a class name keeps per_word, as before.
+    entries, _ = translate("fr", english, dictionary, NO_EVIDENCE, None, 100, 3)
+    assert kept_for(entries, "tiger shark") == ["requin", "squale", "roussette"]
+    # max_words still bounds the whole vocabulary: the class name's translations come first.
+    entries, _ = translate("fr", english, dictionary, NO_EVIDENCE, None, 6, 3, per_class_word=5)
+    assert [e.key for e in entries] == ["requin", "squale", "roussette", "aiguillat", "milandre", "banque"]
 
 
 def test_german_nouns_are_capitalised() -> None:

@@ -18,9 +18,11 @@ the dictionary's own words allow it (:func:`whole_name_translations`: "hammerhea
 mug" → "Kaffeetasse", "goldfish" → 金鱼), then through its last word ("Hai"): the whole name leads the class.
 Chinese is written in simplified characters (OpenCC ``t2s`` over MUSE's traditional en-zh).
 
-At most ``per_word`` translations are kept per English word (those the captions use first): one English word's
-several senses stay tags of their own ("bank" → "banque", "rive"), the image decides between them. German nouns are
-capitalised (:func:`shown_form`): as the German captions write the word, else by whether its English source is a
+At most ``per_word`` translations are kept per English word, ``per_class_word`` per ImageNet class name (those the
+captions use first): one English word's several senses stay tags of their own ("bank" → "banque", "rive"), the image
+decides between them. Both are 3: after the checks few class names have more (keeping all of them adds 0–65 tags
+per language, mostly other senses, and no hits: docs/tagging.md "More translations per class word"). German nouns
+are capitalised (:func:`shown_form`): as the German captions write the word, else by whether its English source is a
 noun. Other languages are written in lower case, as MUSE writes them.
 
 Output, one file per language: ``<lang>.tsv``, a line per tag: the tag as shown, then its English source words
@@ -51,6 +53,7 @@ from training.tag_vocab.english import EnglishWord, english_words, noun_share
 CAPTION_LANGS = ("en", "de", "fr", "cs", "pt", "zh", "ja", "ar", "es", "uk")
 DEFAULT_MAX_WORDS = 4000
 DEFAULT_PER_WORD = 3
+DEFAULT_PER_CLASS_WORD = 3
 DEFAULT_MIN_COUNT = 20
 DEFAULT_MIN_LANGUAGES = 20
 EVIDENCE_MIN_COUNT = 3  # a word the language's captions use at least this often ...
@@ -215,7 +218,12 @@ def translate(
     max_words: int,
     per_word: int,
     attested: set[str] | frozenset[str] = frozenset(),
+    per_class_word: int | None = None,
 ) -> tuple[list[TagEntry], LanguageReport]:
+    """``per_word`` translations at most per caption word, ``per_class_word`` (default: ``per_word``) per ImageNet
+    class name, whose translations are what a photo is tagged with first (a larger cap was measured and not
+    shipped: it adds other senses of the head word, "chair" → "Lehrstuhl", and no hits; docs/tagging.md)."""
+    class_cap = per_word if per_class_word is None else per_class_word
     english_set = {e.word for e in english} | {e.head for e in english}
     entries: dict[str, TagEntry] = {}
     rejected: Counter[str] = Counter()
@@ -249,7 +257,7 @@ def translate(
         kept.sort(key=lambda c: (c not in whole, not evidence.own_word(c)))
         if kept:
             translated += 1
-        for candidate in kept[:per_word]:
+        for candidate in kept[: class_cap if word.origin == "imagenet" else per_word]:
             entry = entries.get(candidate)
             if entry is None:
                 if len(entries) >= max_words:
@@ -313,6 +321,7 @@ def ship(
     langs: list[str] | None = None,
     max_words: int = DEFAULT_MAX_WORDS,
     per_word: int = DEFAULT_PER_WORD,
+    per_class_word: int = DEFAULT_PER_CLASS_WORD,
     min_count: int = DEFAULT_MIN_COUNT,
     min_languages: int = DEFAULT_MIN_LANGUAGES,
     command: str = "",
@@ -353,7 +362,9 @@ def ship(
         evidence = Evidence(counts, len(texts), english_counts, english_captions)
         dictionary = dictionaries[lang]
         attested = {word for translations in dictionary.values() for word in translations} | set(counts)
-        entries, report = translate(lang, english, dictionary, evidence, forms or None, max_words, per_word, attested)
+        entries, report = translate(
+            lang, english, dictionary, evidence, forms or None, max_words, per_word, attested, per_class_word
+        )
         digests[lang] = write_language(out, lang, entries)
         reports.append(report)
     manifest = {
@@ -362,6 +373,7 @@ def ship(
         "settings": {
             "max_words": max_words,
             "per_word": per_word,
+            "per_class_word": per_class_word,
             "min_count": min_count,
             "min_languages": min_languages,
         },
@@ -412,10 +424,10 @@ Built by `{command}` (`training/tag_vocab/`; the same sources give the same file
 
 ## Per language
 
-At most {per_word} translations per English word; English words without a translation that passes the checks
-are left out in that language. Rejected candidates: `script` (letters of another script), `english` (looks English,
-no evidence it is the language's word), `foreign` (py3langid: another language's word with high confidence),
-`inflection` (another form of a word already kept for the same English word).
+At most {per_word} translations per English word ({per_class_word} per ImageNet class name); English words without a
+translation that passes the checks are left out in that language. Rejected candidates: `script` (letters of another
+script), `english` (looks English, no evidence it is the language's word), `foreign` (py3langid: another language's
+word with high confidence), `inflection` (another form of a word already kept for the same English word).
 
 | lang | tags | English words translated | rejected: script | english | foreign | inflection |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |
