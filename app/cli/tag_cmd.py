@@ -156,6 +156,11 @@ def vocab_ship(
         min=1,
         help="Translations kept at most per ImageNet class name (caption words keep 3).",
     ),
+    borrowed_animal_names: bool = typer.Option(
+        False,
+        "--borrowed-animal-names",
+        help="Keep an animal class name's identity pair the language's lemma list knows (measured, not shipped).",
+    ),
 ) -> None:
     """Rebuild the shipped vocabularies (words only) from their sources: maintainers' command, reproducible (the
     same sources give the same files). See indexer/assets/tags/README.md."""
@@ -171,8 +176,10 @@ def vocab_ship(
             out_dir,
             parse_langs(lang) if lang else None,
             per_class_word=per_class_word,
+            borrowed_animal_names=borrowed_animal_names,
             command="polyglot tags vocab ship --lexicons ../shared/data/lexicons --data ../shared/data"
-            + (f" --per-class-word {per_class_word}" if per_class_word != DEFAULT_PER_CLASS_WORD else ""),
+            + (f" --per-class-word {per_class_word}" if per_class_word != DEFAULT_PER_CLASS_WORD else "")
+            + (" --borrowed-animal-names" if borrowed_animal_names else ""),
             progress=lambda message: console.print(message, highlight=False),
         )
     except (OSError, ValueError) as exc:

@@ -182,4 +182,6 @@ def test_ship_keeps_more_translations_per_class_name_when_asked(cli_env: Path) -
         "per_class_word": 5,
         "min_count": 20,
         "min_languages": 20,
+        "citation_forms": True,
+        "borrowed_animal_names": False,
     }

@@ -1,14 +1,16 @@
-"""The shipped-vocabulary builder's rules on a hand-made dictionary: scripts, English look-alikes, inflections,
-German capitals, the English word list."""
+"""The shipped-vocabulary builder's rules on a hand-made dictionary: scripts, English look-alikes, inflections
+(citation forms first), borrowed animal names, German capitals, the English word list."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from training.tag_vocab.build import Evidence, TagEntry, read_dictionary, translate
 from training.tag_vocab.checks import in_script
 from training.tag_vocab.english import EnglishWord, english_words, noun_share
+from training.tag_vocab.lemmas import lemma_lookup
 
 
 def word(text: str, origin: str = "captions", noun: bool = True) -> EnglishWord:
@@ -139,3 +141,92 @@ def test_chinese_dictionary_is_read_in_simplified_characters(tmp_path: Path) -> 
     path.write_text("goldfish\t金魚\ngoldfish\t金鱼\nshark\t鯊魚\n", encoding="utf-8")
     assert read_dictionary(path, "zh") == {"goldfish": ["金鱼"], "shark": ["鲨鱼"]}  # two entries become one
     assert read_dictionary(path, "ja")["goldfish"] == ["金魚", "金鱼"]  # other languages as written
+
+
+def lemma_list(lemmas: dict[str, str]) -> Callable[[str], str | None]:
+    """A hand-made lemma list: form -> citation form (a form it lacks is unknown)."""
+    return lemmas.get
+
+
+def test_a_citation_form_replaces_the_oblique_form_listed_before_it() -> None:
+    # MUSE lists translations alphabetically: "krzesła" (genitive / plural) before "krzesło" (chair).
+    dictionary = {"chair": ["krzesła", "krzesło", "fotel"], "mask": ["maskę", "maska"], "day": ["dnia", "doba"]}
+    english = [word("chair", "imagenet"), word("mask"), word("day")]
+    lemmas = lemma_list({"krzesła": "krzesło", "krzesło": "krzesło", "maskę": "maska", "maska": "maska"})
+    entries, report = translate("pl", english, dictionary, NO_EVIDENCE, None, 100, 3, lemma_of=lemmas)
+    keys = [e.key for e in entries]
+    # In the oblique form's place (the order of senses stays), and still one tag per word.
+    assert keys[:2] == ["krzesło", "fotel"] and "maska" in keys and not {"krzesła", "maskę"} & set(keys)
+    assert report.rejected["inflection"] == 2
+    # A form the lemma list does not know keeps MUSE's order; without a lemma list, the first form stays.
+    assert "dnia" in keys
+    plain, _ = translate("pl", english, dictionary, NO_EVIDENCE, None, 100, 3)
+    assert [e.key for e in plain][:2] == ["krzesła", "fotel"]
+
+
+def test_only_the_kept_forms_own_lemma_replaces_it_looked_up_as_shown() -> None:
+    # French "surpris" (surprised) is a form of "surprendre": the noun "surprise" folds with it but is no lemma of it.
+    french = {"surprised": ["surpris", "surprise"]}
+    lemmas = lemma_list({"surpris": "surprendre", "surprise": "surprise"})
+    entries, _ = translate("fr", [word("surprised", noun=False)], french, NO_EVIDENCE, None, 100, 3, lemma_of=lemmas)
+    assert [e.key for e in entries] == ["surpris"]
+    # German is looked up as shown: "Vögel" is a form of "Vogel"; lower-case "schule" would read as a form of the
+    # verb "schulen", capitalised "Schule" is the noun's citation form.
+    # Nor is a noun replaced by a verb (the German list's lemma of "Gabel", fork, is "gabeln", to fork), nor a
+    # spelling by its old variant ("Fluß").
+    german = {"bird": ["vögel", "vogel"], "school": ["schule", "schulen"], "fork": ["gabel", "gabeln"]}
+    german |= {"river": ["fluss", "fluß"]}
+    german_lemmas = {"Vögel": "vogel", "Vogel": "vogel", "Schule": "schule", "Schulen": "schule"}
+    german_lemmas |= {"schule": "schulen", "schulen": "schulen", "Gabel": "gabeln", "gabeln": "gabeln"}
+    german_lemmas |= {"Fluss": "fluß", "Fluß": "fluß"}
+    english = [word("bird"), word("school"), word("fork"), word("river")]
+    entries, _ = translate("de", english, german, NO_EVIDENCE, None, 100, 3, lemma_of=lemma_list(german_lemmas))
+    assert [e.shown for e in entries] == ["Vogel", "Schule", "Gabel", "Fluss"]
+
+
+def test_the_real_lemma_lists_name_citation_forms() -> None:
+    polish, german, chinese = lemma_lookup("pl"), lemma_lookup("de"), lemma_lookup("zh")
+    assert polish is not None and german is not None and chinese is None
+    assert polish("krzesła") == "krzesło" and polish("krzesło") == "krzesło"
+    assert german("hund") == "hund"  # German lemmas come capitalised; keys are lower case
+    assert lemma_lookup("hr") is not None and lemma_lookup("no") is not None  # simplemma's "hbs" and "nb"
+
+
+def test_an_animal_class_keeps_an_identity_pair_its_language_borrowed() -> None:
+    def animal(text: str) -> EnglishWord:
+        return EnglishWord(text, text.split()[-1], "imagenet", 0, True, animal=True)
+
+    dictionary = {
+        "koala": ["koala"],
+        "hamster": ["hamster", "hamsters"],
+        "japanese chin": ["chin", "menton"],
+        "chin": ["chin", "menton"],
+        "fox": ["fox", "renard"],
+        "robin": ["robin"],
+        "toaster": ["toaster"],
+    }
+    english = [
+        animal("koala"),
+        animal("hamster"),
+        animal("japanese chin"),
+        animal("fox"),
+        animal("robin"),
+        word("toaster", "imagenet"),  # an object class, not an animal
+        word("chin"),  # a word of the English captions' vocabulary
+    ]
+    lemmas = lemma_list({w: w for w in ("koala", "hamster", "hamsters", "chin", "fox", "toaster", "menton")})
+    entries, _ = translate(
+        "fr", english, dictionary, NO_EVIDENCE, None, 100, 3, lemma_of=lemmas, borrowed_animal_names=True
+    )
+    keys = {e.key for e in entries}
+    # koala: the only translation, in the lemma list; hamster: its other translation is its own plural.
+    assert {"koala", "hamster"} <= keys
+    # chin: an English caption word (and "menton" exists); fox: "renard" exists; robin: not in the French lemma
+    # list; toaster: no animal.
+    assert not {"chin", "fox", "robin", "toaster"} & keys
+    # By default (not shipped: docs/tagging.md), and without a lemma list, py3langid decides as before: English.
+    for plain, _ in (
+        translate("fr", english, dictionary, NO_EVIDENCE, None, 100, 3, lemma_of=lemmas),
+        translate("fr", english, dictionary, NO_EVIDENCE, None, 100, 3, borrowed_animal_names=True),
+    ):
+        assert not {"koala", "hamster"} & {e.key for e in plain}

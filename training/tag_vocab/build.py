@@ -12,6 +12,12 @@ of its head word are candidates, and a candidate is kept when
    language, does not call it English ("pizza" in French: kept; "beach" in French: "plage" exists, dropped);
 3. py3langid over its 97 languages does not call it another language's word with high confidence
    (:func:`.checks.foreign_with_confidence`).
+4. it is not another form of a word already kept for the same English word (:func:`_same_word`: "requins" of
+   "requin"); when it is the citation form of that word in the language's lemma list (:mod:`.lemmas`, simplemma),
+   it takes the kept form's place: Polish "krzesło" (chair), not "krzesła" (of the chair), which MUSE lists first.
+
+``--borrowed-animal-names`` (measured, not shipped: it adds "robin" in French, "bernard" in Polish) also keeps an
+animal class name's identity pair the language's lemma list knows (:func:`_borrowed_animal_name`: "koala").
 
 An ImageNet class name of several words (or an English compound, "stingray") is first translated as a whole when
 the dictionary's own words allow it (:func:`whole_name_translations`: "hammerhead shark" → "Hammerhai", "coffee
@@ -49,6 +55,7 @@ from indexer.tagging.text import count_content_words, normalise_text, written_fo
 from training.data.chinese_script import simplified_chinese
 from training.tag_vocab.checks import SCRIPTS, english_rather_than, foreign_with_confidence, in_script
 from training.tag_vocab.english import EnglishWord, english_words, noun_share
+from training.tag_vocab.lemmas import LemmaOf, lemma_lookup
 
 CAPTION_LANGS = ("en", "de", "fr", "cs", "pt", "zh", "ja", "ar", "es", "uk")
 DEFAULT_MAX_WORDS = 4000
@@ -219,12 +226,16 @@ def translate(
     per_word: int,
     attested: set[str] | frozenset[str] = frozenset(),
     per_class_word: int | None = None,
+    lemma_of: LemmaOf | None = None,
+    citation_forms: bool = True,
+    borrowed_animal_names: bool = False,
 ) -> tuple[list[TagEntry], LanguageReport]:
     """``per_word`` translations at most per caption word, ``per_class_word`` (default: ``per_word``) per ImageNet
     class name, whose translations are what a photo is tagged with first (a larger cap was measured and not
     shipped: it adds other senses of the head word, "chair" → "Lehrstuhl", and no hits; docs/tagging.md)."""
     class_cap = per_word if per_class_word is None else per_class_word
     english_set = {e.word for e in english} | {e.head for e in english}
+    caption_vocabulary = {e.word for e in english if e.origin == "captions"}
     entries: dict[str, TagEntry] = {}
     rejected: Counter[str] = Counter()
     translated = 0
@@ -239,9 +250,24 @@ def translate(
         # Accented spellings first, so that "journée" is kept and its unaccented double folded into it.
         in_script_ = [c for _, c in sorted(enumerate(in_script_), key=lambda ic: (-_marked(ic[1]), ic[0]))]
         kept: list[str] = []
+
+        def shown(candidate: str, word: EnglishWord = word) -> str:
+            return shown_form(lang, candidate, word, forms)
+
+        def lemma(candidate: str) -> str | None:
+            # Looked up as it will be shown: German "schule" alone reads as a verb ("ich schule", of "schulen").
+            return None if lemma_of is None else lemma_of(shown(candidate))
+
         for candidate in in_script_:
             looks_english = candidate == word.head or candidate in english_set
-            if looks_english and not evidence.own_word(candidate):
+            if (
+                looks_english
+                and not evidence.own_word(candidate)
+                and not (
+                    borrowed_animal_names
+                    and _borrowed_animal_name(candidate, word, in_script_, caption_vocabulary, lemma)
+                )
+            ):
                 alone = all(other == candidate for other in in_script_)
                 if not alone or english_rather_than(candidate, lang) >= 0.5:
                     rejected["english"] += 1
@@ -249,7 +275,10 @@ def translate(
             if foreign_with_confidence(candidate, lang) is not None:
                 rejected["foreign"] += 1
                 continue
-            if any(_same_word(candidate, other) for other in kept):
+            folded = next((i for i, other in enumerate(kept) if _same_word(candidate, other)), None)
+            if folded is not None:
+                if citation_forms and lemma_of is not None and _citation_of(candidate, kept[folded], lemma, shown):
+                    kept[folded] = candidate  # in the oblique form's place: the order of senses stays
                 rejected["inflection"] += 1
                 continue
             kept.append(candidate)
@@ -272,6 +301,43 @@ def translate(
                 entry.sources.append(word.word)
             del entry.sources[MAX_SOURCES:]
     return list(entries.values()), LanguageReport(lang, len(entries), translated, rejected)
+
+
+def _citation_of(
+    candidate: str, kept: str, lemma: Callable[[str], str | None], shown: Callable[[str], str]
+) -> bool:
+    """``candidate`` is the citation form of ``kept``, a form of the same word kept before it (and its own citation
+    form): the user's tag is "krzesło" (chair), not "krzesła" (of the chair, chairs), though MUSE lists the latter
+    first (alphabetically). Only the kept form's own lemma replaces it: French "surpris" (surprised) is a form of
+    "surprendre", so the noun "surprise", which folds with it too, does not. Two guards against the German lemma
+    list: a noun is not replaced by a word shown in lower case (it gives "gabeln", to fork, as the lemma of "Gabel",
+    fork), nor a spelling by its pre-1996 variant ("Fluss" by "Fluß")."""
+    if kept.replace("ß", "ss") == candidate.replace("ß", "ss"):
+        return False
+    if shown(kept)[:1].isupper() != shown(candidate)[:1].isupper():
+        return False
+    return lemma(kept) == candidate and lemma(candidate) == candidate
+
+
+def _borrowed_animal_name(
+    candidate: str,
+    word: EnglishWord,
+    candidates: list[str],
+    caption_vocabulary: set[str],
+    lemma: Callable[[str], str | None],
+) -> bool:
+    """An identity pair that names an animal the language calls by the English name ("koala", "chihuahua",
+    "setter", "dingo", "impala" in French): the English word is the head of an ImageNet *animal* class (species and
+    breed names are what languages borrow), the dictionary gives no other word for it than its own inflections
+    ("hamster", "hamsters"), it is not a word of the English captions' vocabulary (an everyday English word such
+    as "chin", of "Japanese chin", is no breed name in another language), and the language's own lemma list
+    (simplemma) holds it. MUSE lists identity pairs for nearly every English word in every Latin-script language,
+    so the dictionary's pair alone is no evidence."""
+    if not word.animal or candidate != word.head or candidate in caption_vocabulary:
+        return False
+    if not all(_same_word(other, candidate) for other in candidates if other != candidate):
+        return False
+    return lemma(candidate) is not None
 
 
 # German endings of infinitives and adjectives: a caption word's translation with one is not taken for a noun.
@@ -326,6 +392,8 @@ def ship(
     min_languages: int = DEFAULT_MIN_LANGUAGES,
     command: str = "",
     progress: Callable[[str], object] | None = None,
+    citation_forms: bool = True,
+    borrowed_animal_names: bool = False,
 ) -> list[LanguageReport]:
     """Write ``<out>/<lang>.tsv`` for every language of ``lexicons`` plus English, and ``<out>/manifest.json``."""
     say = progress or (lambda _message: None)
@@ -363,7 +431,18 @@ def ship(
         dictionary = dictionaries[lang]
         attested = {word for translations in dictionary.values() for word in translations} | set(counts)
         entries, report = translate(
-            lang, english, dictionary, evidence, forms or None, max_words, per_word, attested, per_class_word
+            lang,
+            english,
+            dictionary,
+            evidence,
+            forms or None,
+            max_words,
+            per_word,
+            attested,
+            per_class_word,
+            lemma_lookup(lang) if citation_forms or borrowed_animal_names else None,
+            citation_forms,
+            borrowed_animal_names,
         )
         digests[lang] = write_language(out, lang, entries)
         reports.append(report)
@@ -376,6 +455,8 @@ def ship(
             "per_class_word": per_class_word,
             "min_count": min_count,
             "min_languages": min_languages,
+            "citation_forms": citation_forms,
+            "borrowed_animal_names": borrowed_animal_names,
         },
         "languages": {
             r.lang: {
@@ -416,6 +497,11 @@ Built by `{command}` (`training/tag_vocab/`; the same sources give the same file
   translates a part of the name into a word that ends with the head's translation ("hammerhead" → "Hammerhai").
 * **Chinese**: MUSE's en-zh is in traditional characters; the words are converted to simplified ones (what
   mainland users type) with OpenCC's `t2s` tables (Apache-2.0), duplicates after conversion kept once.
+* **Citation forms**: when MUSE gives several forms of one word (it lists them alphabetically: Polish "krzesła"
+  before "krzesło", Italian "lupi" before "lupo"), the form kept is the one simplemma's lemma list (simplemma 2.0.0,
+  MIT; its lemma data: Wiktionary via Kaikki (CC BY-SA), Měchura's lemmatization lists (ODbL), FreeLing, spaCy's
+  lookups (MIT), UniMorph (CC BY-SA), Wikinflection (CC BY 4.0)) names as the citation form of the others. It only
+  chooses among MUSE's words; no word comes from the lemma lists.
 * **Checks**: py3langid (BSD) for language identification; the same captions (and `more-langs`' es, uk, ar) as
   evidence that a word that looks English is a word of the language ("Baseball" in German) and for German
   capitalisation. Chinese and Japanese captions are not used.
@@ -427,7 +513,8 @@ Built by `{command}` (`training/tag_vocab/`; the same sources give the same file
 At most {per_word} translations per English word ({per_class_word} per ImageNet class name); English words without a
 translation that passes the checks are left out in that language. Rejected candidates: `script` (letters of another
 script), `english` (looks English, no evidence it is the language's word), `foreign` (py3langid: another language's
-word with high confidence), `inflection` (another form of a word already kept for the same English word).
+word with high confidence), `inflection` (another form of a word already kept for the same English word; the
+citation form is the one kept).
 
 | lang | tags | English words translated | rejected: script | english | foreign | inflection |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |

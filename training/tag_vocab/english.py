@@ -42,10 +42,18 @@ class EnglishWord:
     origin: str  # "imagenet" (a class name: a noun) or "captions"
     count: int  # caption occurrences (class names: 0)
     noun: bool  # a class name, or a caption word mostly written after an article ("a board", "the gear")
+    animal: bool = False  # an ImageNet animal class (its first 398 classes: fish, birds, ..., dogs, apes)
 
 
 def class_names() -> list[str]:
     return list(dict.fromkeys(name for name in map(clean_class_name, imagenet_class_names()) if name))
+
+
+ANIMAL_CLASSES = 398  # ImageNet-1k's classes 0-397 are animals (WordNet's organisms), the rest objects and scenes
+
+
+def animal_class_names() -> frozenset[str]:
+    return frozenset(clean_class_name(name) for name in imagenet_class_names()[:ANIMAL_CLASSES])
 
 
 _WORD = re.compile(r"[a-z]+")
@@ -97,8 +105,10 @@ def english_words(
         return sum(word in entries for entries in dictionaries.values()) >= min_languages
 
     out: dict[str, EnglishWord] = {}
+    animals = animal_class_names()
     for name in class_names():
-        out.setdefault(name, EnglishWord(name, name if translatable(name) else name.split()[-1], "imagenet", 0, True))
+        head = name if translatable(name) else name.split()[-1]
+        out.setdefault(name, EnglishWord(name, head, "imagenet", 0, True, name in animals))
     frequent = [
         (word, n)
         for word, n in counts.items()
