@@ -20,8 +20,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from indexer.asset_paths import ASSETS
+from indexer.asset_paths import SHIPPED_TAGS
 from indexer.encoders.imagenet import imagenet_class_names
+from indexer.tagging.shipped import ShippedWords
 from indexer.tagging.source_tags import clean_class_name
 from training.evaluation.shipped_tags import class_labels, label_hit, read_samples
 from training.student.name_texts import class_lemmas
@@ -35,8 +36,7 @@ TARGET = 0.75 * 0.983  # the issue's 0.75 x English (English's measured hit rate
 def own_tags(lang: str) -> dict[str, list[str]]:
     """{English source word: the shipped tags that list it}."""
     sources: dict[str, list[str]] = {}
-    for line in (ASSETS / "tags" / f"{lang}.tsv").read_text(encoding="utf-8").splitlines():
-        tag, *english = line.split("\t")
+    for tag, *english in ShippedWords(lang, SHIPPED_TAGS / f"{lang}.tsv").rows:
         for word in english:
             sources.setdefault(word, []).append(tag)
     return sources
