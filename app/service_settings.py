@@ -47,11 +47,13 @@ class ServiceSection(BaseSettings):
         default=32, ge=1, le=1024, description="Most concurrent text searches run as one batch (1 = no batching)."
     )
     search_batch_workers: int = Field(
-        default=1,
+        default=2,
         ge=1,
         le=64,
-        description="Search threads of the text-search micro-batcher, each running one batch at a time (1: the "
-        "largest batches; on 2 cores 1 gave 605 req/s at 8 clients, 2 gave 512).",
+        description="Search threads of the text-search micro-batcher, each running one batch at a time. With the "
+        "student's int8 graph (one intra-op thread) 2 keep both cores encoding: on 2 cores, 8 clients, 166-226 "
+        "req/s per language against 128-204 with 1 (benchmarks/load_search-student.md); 1 gave the largest "
+        "batches when the text encoder was mUSE (605 req/s against 512).",
     )
     images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")
     captions_file: Path | None = Field(default=None, description="JSONL captions indexed by `serve` if new.")

@@ -64,11 +64,12 @@ class ModelSettings(BaseSettings):
         "exported them (CUDA provider on a GPU when onnxruntime has it, else eager PyTorch there), 'onnx' always "
         "(an error names the build command when the export is missing), 'torch' the eager PyTorch/C reference.",
     )
-    e5_precision: Literal["int8", "fp32"] = Field(
-        default="fp32",
+    e5_precision: Literal["auto", "int8", "fp32"] = Field(
+        default="auto",
         description="The ONNX graph of the student's trunk (and of e5-small in research towers): 'fp32' (the 4-bit "
-        "weights' float model) or 'int8' (dynamic quantisation, ~2.5x faster; what it costs in recall: "
-        "docs/student.md, docs/results/issue13/README.md).",
+        "weights' float model), 'int8' (dynamic quantisation, ~2.5x faster on a CPU with VNNI; a calibrated "
+        "student's int8 graph is smoothed first and keeps every dev language's recall within 0.01 of fp32; "
+        "docs/student.md) or 'auto': int8 for a calibrated student, fp32 for anything else.",
     )
     image_precision: Literal["int8", "fp32"] = Field(
         default="int8",

@@ -126,6 +126,40 @@ def calibrate(
     console.print(f"[green]ok[/] ranges of {images} {split} photos: {target}; now run `polyglot models build`")
 
 
+@app.command("calibrate-student")
+def calibrate_student_command(
+    student: Path = typer.Option(
+        Path("indexer/assets/student"), help="Student folder whose delta file gets the int8 calibration."
+    ),
+    captions: list[Path] = typer.Option(
+        [Path("../shared/data/m30k-text/captions.jsonl"), Path("../shared/data/more-langs/text-captions.jsonl")],
+        help="Training captions (JSON lines with lang and text; repeatable). Never a dev set.",
+    ),
+    lexicons: Path | None = typer.Option(
+        Path("../shared/data/lexicons"),
+        help="MUSE dictionaries (en-XX.tsv) whose words are measured too ('' for none).",
+    ),
+) -> None:
+    """Measure the student's int8 calibration on training texts (then `polyglot models build`)."""
+    from indexer.student.model import is_student_folder
+    from training.student.int8_calibration import CalibrationDataError, calibrate_student, calibration_texts
+
+    if not is_student_folder(student):
+        raise fail(f"{student} is not a student folder (config.json of kind e5-student)")
+    if lexicons is not None and str(lexicons) in ("", "."):
+        lexicons = None  # --lexicons '': captions and class names only
+    if lexicons is not None and not any(lexicons.glob("en-*.tsv")):
+        raise fail(f"no en-XX.tsv dictionaries in {lexicons}")
+    try:
+        texts = calibration_texts(captions, lexicons)
+    except CalibrationDataError as exc:
+        raise fail(str(exc)) from None
+    rows = calibrate_student(student, texts)
+    console.print(
+        f"[green]ok[/] int8 calibration of {rows} training texts kept in {student}; now run `polyglot models build`"
+    )
+
+
 @app.command("list")
 def list_models() -> None:
     """Show the bundled model files and whether they are present and intact."""

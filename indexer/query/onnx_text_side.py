@@ -28,7 +28,7 @@ from indexer.asset_paths import STUDENT_FP32_FILE, STUDENT_INT8_FILE, STUDENT_TR
 from indexer.built_models import ChecksumError, ModelFileMissingError, read_manifest, verify
 from indexer.encoders.e5 import E5OnnxEncoder, E5Tokenizer, E5Variant, E5Weights
 from indexer.encoders.onnx_session import open_session
-from indexer.export.registry import student_export
+from indexer.export.registry import student_export, student_precision
 from indexer.image_space import ImageSpace
 from indexer.model_files import sha256_file
 from indexer.settings import Settings
@@ -136,7 +136,8 @@ def load_onnx_text_side(settings: Settings) -> OnnxTextSide | None:
         return None  # the full path names the setting to change
     models_dir = settings.resolved_models_dir
     models = settings.models
-    trunk = StudentTrunk(folder, models_dir, models.e5_precision, models.device, settings.resolved_cache_dir)
+    precision = student_precision(folder, models.e5_precision)
+    trunk = StudentTrunk(folder, models_dir, precision, models.device, settings.resolved_cache_dir)
     try:
         trunk.load()  # not built, or built from another delta: the full path exports this one
     except (OSError, ModelFileMissingError, ChecksumError):

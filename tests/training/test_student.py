@@ -255,3 +255,52 @@ def test_the_words_term_needs_its_teacher(tmp_path: Path) -> None:
     space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))
     with pytest.raises(ValueError, match="word_teacher"):
         train_student(tmp_path / "s", tiny_recipe(), photos, translations, teacher, concepts, "toy", space, words=words)
+
+
+def test_a_batch_seed_draws_other_batches_and_the_same_seed_the_same() -> None:
+    """``--batch-seed``: a round continued with ``--init`` draws new batches (the held-out splits stay on ``seed``);
+    left unset, the batches are ``seed``'s, as before the option existed."""
+    from training.student.train import Sampler
+
+    photos, translations, _teacher, concepts = toy_corpus()
+
+    def texts(step: int, **seeds: int) -> list[str]:
+        recipe = tiny_recipe()
+        for name, value in seeds.items():
+            setattr(recipe, name, value)
+        return Sampler(photos, translations, concepts, recipe).draw(step).texts
+
+    assert texts(0) == texts(0, batch_seed=0) == texts(0, seed=0)
+    drawn = {tuple(texts(step, batch_seed=6)) for step in range(6)}
+    before = {tuple(texts(step)) for step in range(6)}
+    assert drawn != before
+    assert texts(3, batch_seed=6) == texts(3, seed=6)  # the batches are seed + step's, whichever option sets it
+    assert StudentRecipe(seed=2).draw_seed == 2 and StudentRecipe(seed=2, batch_seed=7).draw_seed == 7
+
+
+def test_when_saved_runs_once_the_final_weights_are_written(tmp_path: Path) -> None:
+    """``polyglot train student`` calibrates int8 there: only a finished run, never a stopped one."""
+    photos, translations, teacher, concepts = toy_corpus()
+    from indexer.image_space import ImageSpace
+
+    space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))
+    seen: list[bool] = []
+
+    def train(stop_after: int | None) -> None:
+        train_student(
+            tmp_path / "run",
+            tiny_recipe(steps=2),
+            photos,
+            translations,
+            teacher,
+            concepts,
+            "toy-cnn",
+            space,
+            stop_after=stop_after,
+            when_saved=lambda folder: seen.append((folder / TRUNK_DELTA).exists()),
+        )
+
+    train(stop_after=1)
+    assert seen == []
+    train(stop_after=None)
+    assert seen == [True]

@@ -128,7 +128,7 @@ def evaluate_served(
         "model": models.label,
         "text_encoder": models.text.encoder.name,
         "tower_path": models.text_folder or None,
-        "precision": settings.models.e5_precision if is_student(models) else None,
+        "precision": getattr(models.text.encoder, "variant", None) if is_student(models) else None,
         "bridge": models.text.bridge is not None,
         "index_kind": ranking.kind,
         "clc": clc,

@@ -15,6 +15,7 @@ from indexer.tower import TextEmbedder
 from training.data.features import text_embeddings
 from training.evaluation.retrieval_metrics import t2i_ranks
 from training.student.corpus import PhotoCaptions, concepts, photo_captions, translations
+from training.student.int8_calibration import calibrate_student, calibration_texts
 from training.student.muse_teacher import blend_targets, class_name_words, muse_rows, soft_concepts
 from training.student.name_texts import class_lemmas, held_out_class_languages, name_texts
 from training.student.teacher import teacher_vectors
@@ -197,4 +198,11 @@ def run_student(
         word_teacher=word_targets,
         pseudo_names=pseudo,
         muse_rows=taught,
+        when_saved=lambda folder: calibrate_student(folder, int8_texts(data)),
     )
+
+
+def int8_texts(data: StudentData) -> list[str]:
+    """The int8 calibration's training texts: the distillation captions and their translations, the dictionaries'
+    words and English class names (training/student/int8_calibration.py)."""
+    return calibration_texts([data.text_corpus / "captions.jsonl", *data.extra_translations], data.lexicons)

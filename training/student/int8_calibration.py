@@ -1,0 +1,88 @@
+"""The student's int8 calibration: the largest input of each of its Linears over training texts, kept in its delta
+file (``polyglot models calibrate-student``; ``polyglot train student`` runs it when a run ends).
+
+The texts are the training side's only: captions of ``m30k-text`` (en, de, fr, cs) and their translations in
+``more-langs`` (es, zh, uk, ar), the MUSE dictionaries' words in every language and the English class names, the
+texts the served student meets (scenes and names of things). The dev sets (Flickr dev captions, the non-English
+ImageNet names) measure what int8 costs, so they never shape it. A seeded sample: the same data gives the same
+ranges.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from indexer.encoders.e5 import E5Tokenizer, E5Weights
+from indexer.encoders.imagenet import imagenet_class_names
+from indexer.export.e5_int8 import input_absmax
+from indexer.student.model import load_trunk, write_int8_ranges
+
+CAPTIONS_PER_LANGUAGE = 48
+WORDS_PER_LANGUAGE = 24
+CLASS_NAMES = 48
+
+
+class CalibrationDataError(ValueError):
+    """A calibration source is missing or empty."""
+
+
+def calibration_texts(
+    caption_files: Sequence[Path],
+    lexicons: Path | None,
+    *,
+    captions_per_language: int = CAPTIONS_PER_LANGUAGE,
+    words_per_language: int = WORDS_PER_LANGUAGE,
+    class_names: int = CLASS_NAMES,
+    seed: int = 0,
+) -> list[str]:
+    """A seeded sample of training texts: ``captions_per_language`` captions of each language of the JSON-lines
+    ``caption_files`` (rows with ``lang`` and ``text``), ``words_per_language`` translations of each MUSE dictionary
+    in ``lexicons`` (``en-XX.tsv``), and ``class_names`` English ImageNet names."""
+    rng = random.Random(seed)
+    by_language: dict[str, list[str]] = {}
+    for path in caption_files:
+        if not Path(path).is_file():
+            raise CalibrationDataError(f"{path} is missing")
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                row = json.loads(line)
+                by_language.setdefault(str(row["lang"]), []).append(str(row["text"]))
+    texts: list[str] = []
+    for language in sorted(by_language):
+        captions = by_language[language]
+        texts += rng.sample(captions, min(captions_per_language, len(captions)))
+    if lexicons is not None:
+        for path in sorted(Path(lexicons).glob("en-*.tsv")):
+            with open(path, encoding="utf-8") as handle:
+                translations = sorted({line.split("\t")[1].strip() for line in handle if "\t" in line} - {""})
+            texts += rng.sample(translations, min(words_per_language, len(translations)))
+    names = list(imagenet_class_names())
+    texts += rng.sample(names, min(class_names, len(names)))
+    if not by_language:
+        raise CalibrationDataError("no captions in the calibration files")
+    return texts
+
+
+def text_inputs(texts: Sequence[str], weights: E5Weights) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Each text as the served encoder feeds it (query prefix, ``<s> … </s>``), one at a time: no padding."""
+    tokenizer = E5Tokenizer(weights)
+    rows, _owners, _weights = tokenizer.windows(texts)
+    for row in rows:
+        ids = torch.tensor([row])
+        yield torch.from_numpy(weights.word_embeddings(ids.numpy())), torch.ones(1, len(row))
+
+
+def calibrate_student(folder: Path, texts: Sequence[str], weights: E5Weights | None = None) -> int:
+    """Measure the student's Linear inputs over ``texts`` and keep them in its delta file; returns the rows run."""
+    weights = weights or E5Weights()
+    trunk = load_trunk(folder, weights)
+    inputs = list(text_inputs(texts, weights))
+    ranges = input_absmax(trunk, tqdm(inputs, desc="int8 calibration", unit="text", leave=False))
+    write_int8_ranges(folder, ranges)
+    return len(inputs)
