@@ -92,5 +92,6 @@ def test_evaluate_measures_the_shipped_student(tmp_path: Path, monkeypatch: pyte
     report = json.loads(out.read_text())
     assert {block["route"] for block in report["languages"].values()} == {"e5-student:student"}
     served = report["served"]
-    assert served["text_encoder"] == "e5-student" and served["bridge"] is False and served["precision"] == "fp32"
+    # The shipped student carries its int8 calibration: the default precision ("auto") serves the smoothed int8 graph.
+    assert served["text_encoder"] == "e5-student" and served["bridge"] is False and served["precision"] == "int8"
     assert Path(served["tower_path"]) == shipped_tower_path()
