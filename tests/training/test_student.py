@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -108,12 +109,28 @@ def tiny_recipe(steps: int = 2) -> StudentRecipe:
     )
 
 
-def train_toy(out: Path, recipe: StudentRecipe, stop_after: int | None = None) -> Path:
+def train_toy(
+    out: Path,
+    recipe: StudentRecipe,
+    stop_after: int | None = None,
+    when_saved: Callable[[Path], object] | None = None,
+) -> Path:
     photos, translations, teacher, concepts = toy_corpus()
     from indexer.image_space import ImageSpace
 
     space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))
-    return train_student(out, recipe, photos, translations, teacher, concepts, "toy-cnn", space, stop_after=stop_after)
+    return train_student(
+        out,
+        recipe,
+        photos,
+        translations,
+        teacher,
+        concepts,
+        "toy-cnn",
+        space,
+        stop_after=stop_after,
+        when_saved=when_saved,
+    )
 
 
 def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
@@ -280,22 +297,12 @@ def test_a_batch_seed_draws_other_batches_and_the_same_seed_the_same() -> None:
 
 def test_when_saved_runs_once_the_final_weights_are_written(tmp_path: Path) -> None:
     """``polyglot train student`` calibrates int8 there: only a finished run, never a stopped one."""
-    photos, translations, teacher, concepts = toy_corpus()
-    from indexer.image_space import ImageSpace
-
-    space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))
     seen: list[bool] = []
 
     def train(stop_after: int | None) -> None:
-        train_student(
+        train_toy(
             tmp_path / "run",
             tiny_recipe(steps=2),
-            photos,
-            translations,
-            teacher,
-            concepts,
-            "toy-cnn",
-            space,
             stop_after=stop_after,
             when_saved=lambda folder: seen.append((folder / TRUNK_DELTA).exists()),
         )

@@ -15,6 +15,7 @@ import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
@@ -53,6 +54,8 @@ def calibration_texts(
             for line in handle:
                 row = json.loads(line)
                 by_language.setdefault(str(row["lang"]), []).append(str(row["text"]))
+    if not by_language:
+        raise CalibrationDataError("no captions in the calibration files")
     texts: list[str] = []
     for language in sorted(by_language):
         captions = by_language[language]
@@ -64,8 +67,6 @@ def calibration_texts(
             texts += rng.sample(translations, min(words_per_language, len(translations)))
     names = list(imagenet_class_names())
     texts += rng.sample(names, min(class_names, len(names)))
-    if not by_language:
-        raise CalibrationDataError("no captions in the calibration files")
     return texts
 
 
@@ -74,8 +75,7 @@ def text_inputs(texts: Sequence[str], weights: E5Weights) -> Iterator[tuple[torc
     tokenizer = E5Tokenizer(weights)
     rows, _owners, _weights = tokenizer.windows(texts)
     for row in rows:
-        ids = torch.tensor([row])
-        yield torch.from_numpy(weights.word_embeddings(ids.numpy())), torch.ones(1, len(row))
+        yield torch.from_numpy(weights.word_embeddings(np.array([row]))), torch.ones(1, len(row))
 
 
 def calibrate_student(folder: Path, texts: Sequence[str], weights: E5Weights | None = None) -> int:
