@@ -101,9 +101,11 @@ def smoothed(trunk: E5Encoder, absmax: dict[str, torch.Tensor], alpha: float = S
     return copied.eval()
 
 
-def export_smoothed_int8(trunk: E5Encoder, absmax: dict[str, torch.Tensor], int8_path: Path) -> None:
+def export_smoothed_int8(
+    trunk: E5Encoder, absmax: dict[str, torch.Tensor], int8_path: Path, alpha: float = SMOOTHING_ALPHA
+) -> None:
     """The int8 graph of ``trunk``, smoothed with its measured input ranges first."""
     with tempfile.TemporaryDirectory(prefix="smoothed-") as scratch:
         fp32 = Path(scratch) / "smoothed.onnx"
-        export_encoder(smoothed(trunk, absmax), fp32, None)
+        export_encoder(smoothed(trunk, absmax, alpha), fp32, None)
         quantize_int8(fp32, int8_path)
