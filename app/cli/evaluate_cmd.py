@@ -15,6 +15,7 @@ from rich.table import Table
 from app.cli.common import USER_ERRORS, check_data, fail
 from app.cli.settings_cli import read_settings
 from indexer.settings import Settings
+from training.data.text_case import CASE_FORMS
 
 if TYPE_CHECKING:
     from training.evaluation.evaluate import Evaluation
@@ -126,6 +127,11 @@ def register(cli: typer.Typer) -> None:
             help="The wide-domain dev set: --data is ../shared/data/imagenet-samples and this the class names "
             "(../shared/data/imagenet-labels); each name, per language, is a query with one right photo of 700.",
         ),
+        query_case: str | None = typer.Option(
+            None,
+            help="With --imagenet-labels: every query typed lower, capitalised or upper instead of as written "
+            '(measures names typed "Panda" or "PANDA").',
+        ),
         text_encoder: str | None = typer.Option(None, help="Text encoder for the baseline (default: settings)."),
         image_encoder: str | None = typer.Option(None, help="Image encoder for the baseline (default: settings)."),
         json_out: Path | None = typer.Option(
@@ -165,11 +171,14 @@ def register(cli: typer.Typer) -> None:
         from training.evaluation.served_eval import evaluate_served
 
         settings = read_settings()
+        if query_case is not None and (imagenet_labels is None or query_case not in CASE_FORMS):
+            raise fail(f"--query-case takes {', '.join(CASE_FORMS)}, with --imagenet-labels (the wide dev set)")
         if imagenet_labels is not None:
             from training.data.wide_dev import WideDevError, build_wide_dev
 
+            folder = "wide-dev" if query_case is None else f"wide-dev-{query_case}"
             try:
-                data = build_wide_dev(data, imagenet_labels, settings.resolved_cache_dir / "wide-dev")
+                data = build_wide_dev(data, imagenet_labels, settings.resolved_cache_dir / folder, query_case)
             except WideDevError as exc:
                 raise fail(str(exc)) from None
         check_data(data)

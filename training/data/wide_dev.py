@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from indexer.atomic import atomic_write_bytes
+from training.data.text_case import in_case
 
 SOURCE = "babel-imagenet"
 # Languages of the student's training data; the others of the 13 are reported apart as never trained on.
@@ -25,8 +26,11 @@ class WideDevError(ValueError):
     pass
 
 
-def build_wide_dev(samples: Path, labels: Path, out: Path) -> Path:
-    """Write the data set layout into ``out`` (its ``images`` links to the samples' folder); returns ``out``."""
+def build_wide_dev(samples: Path, labels: Path, out: Path, case: str | None = None) -> Path:
+    """Write the data set layout into ``out`` (its ``images`` links to the samples' folder); returns ``out``.
+
+    ``case`` (a ``text_case.CASE_FORMS`` form) puts every query in that form instead of as the names are written.
+    """
     samples, labels, out = Path(samples), Path(labels), Path(out)
     if labels.is_dir():
         labels = labels / "babel-imagenet.json"
@@ -41,6 +45,7 @@ def build_wide_dev(samples: Path, labels: Path, out: Path) -> Path:
         for photo in photos:
             text = by_class.get(photo["class_index"])
             if text:
+                text = text if case is None else in_case(text, case)
                 rows.append({"image": photo["image"], "lang": code.lower(), "text": text, "source": SOURCE})
     (out / "splits").mkdir(parents=True, exist_ok=True)
     link = out / "images"

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from training.data.chinese_script import simplified_chinese
+from training.data.text_case import CASE_FORMS, in_case
 
 # Languages whose words are written in their own script: a pair whose translation is plain ASCII is noise there
 # (an untranslated English word, a name, a code).
@@ -40,7 +41,6 @@ OWN_SCRIPT = frozenset({"ar", "bg", "fa", "hi", "ja", "ko", "mk", "ru", "ta", "t
 NO_SPACES = frozenset({"ja", "zh", "th"})
 ENGLISH_WORD = re.compile(r"[a-z]+(?:-[a-z]+)?")
 NOT_A_WORD = re.compile(r"[\d_#@/\\<>()\[\]{}|+=*&%$!?;:\"]")
-CASE_FORMS = ("lower", "capitalised", "upper")
 CASE_WEIGHTS = (0.5, 0.35, 0.15)
 
 
@@ -170,8 +170,5 @@ def pseudo_class_names(
 def case_form(text: str, rng: np.random.Generator) -> str:
     """The text as people type it: lower-case, capitalised or upper-case (drawn by ``CASE_WEIGHTS``)."""
     form = CASE_FORMS[int(rng.choice(len(CASE_FORMS), p=CASE_WEIGHTS))]
-    if form == "capitalised":
-        return text[:1].upper() + text[1:]
-    if form == "upper":
-        return text.upper()
-    return text
+    # The drawn texts are lower-case already; "lower" leaves the odd capitalised name as it is.
+    return text if form == "lower" else in_case(text, form)
