@@ -1,0 +1,53 @@
+"""An all-capitals query is read in lower case (``indexer.query.pipeline.unshouted``): "PANDA" finds what "panda"
+finds. Measured on the shipped student in docs/student.md ("What case forms buy")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from indexer.query.pipeline import unshouted
+
+pytest_plugins = ("api_fixtures",)
+
+
+@pytest.mark.parametrize(
+    ("typed", "read"),
+    [
+        ("PANDA", "panda"),
+        ("KINDERWAGEN", "kinderwagen"),
+        ("EIN HUND IM SCHNEE", "ein hund im schnee"),
+        ("СЛОН", "слон"),
+        ("GOLDFISH 2", "goldfish 2"),
+        ("Panda", "Panda"),  # a capital carries the user's case: as typed
+        ("Kinderwagen", "Kinderwagen"),
+        ("DNA test", "DNA test"),
+        ("A", "A"),  # one capital is not shouting
+        ("金鱼", "金鱼"),
+        ("PANDA 熊猫", "panda 熊猫"),
+        ("123", "123"),
+    ],
+)
+def test_unshouted(typed: str, read: str) -> None:
+    assert unshouted(typed) == read
+
+
+def test_search_reads_an_all_capitals_query_in_lower_case(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from api_fixtures import FakeTextEncoder
+
+    seen: list[str] = []
+    original = FakeTextEncoder._predict
+
+    def recording(self: FakeTextEncoder, texts: Sequence[str]) -> np.ndarray:
+        seen.extend(texts)
+        return original(self, texts)
+
+    monkeypatch.setattr(FakeTextEncoder, "_predict", recording)
+    shouted = client.get("/v1/search", params={"q": "A RED DOG", "lang": "en"})
+    typed = client.get("/v1/search", params={"q": "A Red Dog", "lang": "en"})
+    assert shouted.status_code == typed.status_code == 200
+    assert shouted.json()["query"] == "A RED DOG"  # the answer echoes what was typed
+    assert "a red dog" in seen and "A Red Dog" in seen and "A RED DOG" not in seen
