@@ -72,6 +72,17 @@ def fake_load_models(settings: Settings, **options: object) -> Models:
     return load_models(settings, text=fake_text_embedder(), image_encoder=FakeImageEncoder(0), **kept)  # type: ignore[arg-type]
 
 
+@pytest.fixture
+def evaluate_on_fake_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``polyglot evaluate`` through the CLI on the fake text tower and CNN, its cache under ``tmp_path/home``."""
+    import indexer.query.models as query_models
+
+    monkeypatch.setattr(query_models, "load_models", fake_load_models)
+    monkeypatch.setattr("indexer.query.load_models", fake_load_models)
+    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", FakeImageEncoder.name)
+
+
 CAPTIONS = [
     Caption("en", "a dog runs on the beach", "1.jpg", "test"),
     Caption("en", "two children play football", "2.jpg", "test"),

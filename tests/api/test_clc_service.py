@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from api_fixtures import fake_engine_factory, fake_load_models
-from conftest import FakeImageEncoder
+from api_fixtures import fake_engine_factory
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -76,13 +75,7 @@ def parallel_dataset(root: Path) -> Path:
 
 
 @pytest.fixture
-def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    import indexer.query.models as query_models
-
-    monkeypatch.setattr(query_models, "load_models", fake_load_models)
-    monkeypatch.setattr("indexer.query.load_models", fake_load_models)
-    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", FakeImageEncoder.name)
+def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, evaluate_on_fake_models: None) -> Path:
     monkeypatch.setenv("POLYGLOT_CLC_LANGUAGES", '["en","de","fr"]')
     return parallel_dataset(tmp_path / "data")
 

@@ -63,24 +63,15 @@ def test_evaluation_ranks_what_search_returns(
 
 
 def test_evaluate_cli_reports_the_served_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, service_settings: ServiceSettings
+    tmp_path: Path, service_settings: ServiceSettings, evaluate_on_fake_models: None
 ) -> None:
     """Through the CLI, on the fake models: every language of the JSON names the one model that answered it,
     and the options of the removed features are gone."""
     from typer.testing import CliRunner
 
-    import indexer.query.models as query_models
     from app.cli import cli
 
     data = make_dataset(tmp_path / "data")
-
-    def fake(settings: object, **options: object) -> object:
-        return load_models(settings, text=fake_text_embedder(), image_encoder=FakeImageEncoder(0))  # type: ignore[arg-type]
-
-    monkeypatch.setattr(query_models, "load_models", fake)
-    monkeypatch.setattr("indexer.query.load_models", fake)
-    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", FakeImageEncoder.name)
     out = tmp_path / "served.json"
     result = CliRunner().invoke(cli, ["evaluate", "--data", str(data), "--json", str(out)])
     assert result.exit_code == 0, result.output

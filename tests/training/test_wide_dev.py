@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from api_fixtures import fake_text_embedder
-from conftest import FakeImageEncoder
 from typer.testing import CliRunner
 
 from training.data.synthetic import make_dataset
@@ -63,18 +61,10 @@ def test_each_name_is_one_query_in_the_asked_case(
     assert (out / "images" / photos[0]).is_file()
 
 
-def test_evaluate_cli_measures_names_in_one_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import indexer.query.models as query_models
+@pytest.mark.usefixtures("evaluate_on_fake_models")
+def test_evaluate_cli_measures_names_in_one_case(tmp_path: Path) -> None:
     from app.cli import cli
-    from indexer.query import load_models
 
-    def fake(settings: object, **options: object) -> object:
-        return load_models(settings, text=fake_text_embedder(), image_encoder=FakeImageEncoder(0))  # type: ignore[arg-type]
-
-    monkeypatch.setattr(query_models, "load_models", fake)
-    monkeypatch.setattr("indexer.query.load_models", fake)
-    monkeypatch.setenv("POLYGLOT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", FakeImageEncoder.name)
     samples, labels = wide_samples(tmp_path)
     wide = ["evaluate", "--data", str(samples), "--imagenet-labels", str(labels)]
     out = tmp_path / "upper.json"
