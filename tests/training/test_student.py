@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -109,28 +109,13 @@ def tiny_recipe(steps: int = 2) -> StudentRecipe:
     )
 
 
-def train_toy(
-    out: Path,
-    recipe: StudentRecipe,
-    stop_after: int | None = None,
-    when_saved: Callable[[Path], object] | None = None,
-) -> Path:
+def train_toy(out: Path, recipe: StudentRecipe, **options: Any) -> Path:
+    """:func:`train_student` on the toy corpus; ``options`` (stop_after, when_saved, words, …) go to it."""
     photos, translations, teacher, concepts = toy_corpus()
     from indexer.image_space import ImageSpace
 
     space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))
-    return train_student(
-        out,
-        recipe,
-        photos,
-        translations,
-        teacher,
-        concepts,
-        "toy-cnn",
-        space,
-        stop_after=stop_after,
-        when_saved=when_saved,
-    )
+    return train_student(out, recipe, photos, translations, teacher, concepts, "toy-cnn", space, **options)
 
 
 def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
@@ -216,10 +201,8 @@ def test_frozen_layers_stay_as_pretrained(tmp_path: Path) -> None:
 def test_words_and_translated_class_names_train_from_stored_frozen_states(tmp_path: Path) -> None:
     """A deep student with frozen lower layers trains the words term from the frozen layers' stored output; the
     log names every term, the ONNX export of the result still equals the PyTorch student."""
-    from indexer.image_space import ImageSpace
     from training.student.words import PseudoNames, WordPairs
 
-    photos, translations, teacher, concepts = toy_corpus()
     rng = np.random.default_rng(1)
     words = WordPairs(
         english=["dog", "goldfish"],
@@ -232,20 +215,7 @@ def test_words_and_translated_class_names_train_from_stored_frozen_states(tmp_pa
     recipe = tiny_recipe(steps=2)
     recipe.layers, recipe.frozen_layers = 2, 1
     recipe.words_per_step, recipe.pseudo_concept_share = 4, 0.5
-    space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))
-    folder = train_student(
-        tmp_path / "student",
-        recipe,
-        photos,
-        translations,
-        teacher,
-        concepts,
-        "toy-cnn",
-        space,
-        words=words,
-        word_teacher=word_teacher,
-        pseudo_names=pseudo,
-    )
+    folder = train_toy(tmp_path / "student", recipe, words=words, word_teacher=word_teacher, pseudo_names=pseudo)
     log = [json.loads(line) for line in (folder / "train-log.jsonl").read_text().splitlines()]
     assert all(entry["words"] > 0 and entry["concept"] > 0 for entry in log)
     assert log[-1]["frozen_states"]["texts"] > 0
@@ -264,14 +234,11 @@ def test_words_and_translated_class_names_train_from_stored_frozen_states(tmp_pa
 
 
 def test_the_words_term_needs_its_teacher(tmp_path: Path) -> None:
-    from indexer.image_space import ImageSpace
     from training.student.words import WordPairs
 
-    photos, translations, teacher, concepts = toy_corpus()
     words = WordPairs(english=["dog"], text=["Hund"], lang=["de"], source=np.array([0]))
-    space = ImageSpace("center-l2", np.zeros(16, dtype=np.float32))
     with pytest.raises(ValueError, match="word_teacher"):
-        train_student(tmp_path / "s", tiny_recipe(), photos, translations, teacher, concepts, "toy", space, words=words)
+        train_toy(tmp_path / "s", tiny_recipe(), words=words)
 
 
 def test_a_batch_seed_draws_other_batches_and_the_same_seed_the_same() -> None:
