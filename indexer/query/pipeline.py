@@ -80,14 +80,29 @@ def checked_query(text: str, max_chars: int) -> str:
     return query
 
 
-def unshouted(text: str) -> str:
-    """``text`` in lower case when every cased letter of it is a capital ("PANDA", "KINDERWAGEN", "СЛОН"), else as
-    typed. Case carries no meaning in such a query, and the encoders read capitals worse: the shipped student's
-    wide-dev R@10 with every name in capitals is 0.476 outside English (0.956 in English), 0.552 (0.979) with
-    every name in lower case (docs/student.md). One capital ("A") and mixed case ("DNA test") stay as typed."""
+# Turkish and Azerbaijani pair their i's by the dot: "ı" ↔ "I", "i" ↔ "İ". str.lower() knows no language: it reads
+# "KIRMIZI" (red) as "kirmizi" and "İ" as "i" plus a combining dot.
+DOTTED_I_LANGUAGES = frozenset({"tr", "az"})
+
+
+def lower_case(text: str, lang: str | None = None) -> str:
+    """``text`` in lower case as ``lang`` writes it: Turkish and Azerbaijani "I" → "ı" and "İ" → "i". A text
+    holding "İ" (a letter only they write) is read as theirs whatever the language says: a detector may guess
+    another for a word or two."""
+    if lang in DOTTED_I_LANGUAGES or "İ" in text:
+        text = text.replace("I", "ı")
+    return text.replace("İ", "i").lower()
+
+
+def unshouted(text: str, lang: str | None = None) -> str:
+    """``text`` in lower case (:func:`lower_case`, in ``lang``) when every cased letter of it is a capital ("PANDA",
+    "KINDERWAGEN", "СЛОН", "KIRMIZI" in Turkish), else as typed. Case carries no meaning in such a query, and the
+    encoders read capitals worse: the shipped student's wide-dev R@10 with every name in capitals is 0.476 outside
+    English (0.956 in English), 0.552 (0.979) with every name in lower case (docs/student.md). One capital ("A")
+    and mixed case ("DNA test") stay as typed."""
     cased = [char for char in text if char.lower() != char.upper()]
     if len(cased) >= 2 and all(char.isupper() for char in cased):
-        return text.lower()
+        return lower_case(text, lang)
     return text
 
 
@@ -221,7 +236,7 @@ class QueryPipeline:
         """Unit query vectors, each text in its language (one for all, or one per text; a research tower's
         bridge reads it), in one encoder call for the texts the query cache does not hold."""
         per_text = [langs] * len(texts) if langs is None or isinstance(langs, str) else list(langs)
-        texts = [unshouted(text) for text in texts]
+        texts = [unshouted(text, lang) for text, lang in zip(texts, per_text, strict=True)]
         # A bridge maps some languages apart, so the language is part of the key.
         keys = [f"{lang}\x00{text}" for text, lang in zip(texts, per_text, strict=True)]
         vectors: list[np.ndarray | None] = [self.cache.get(key) for key in keys]

@@ -35,6 +35,10 @@ def test_in_case() -> None:
     assert in_case("great white shark", "capitalised") == "Great white shark"
     assert in_case("Kinderwagen", "upper") == "KINDERWAGEN" and in_case("Kinderwagen", "lower") == "kinderwagen"
     assert in_case("金鱼", "upper") == "金鱼"
+    # Turkish typed as a Turkish keyboard types it: the dotted i stays dotted in capitals, and back.
+    assert in_case("kedi ırmak", "upper", "tr") == "KEDİ IRMAK" and in_case("kedi", "upper") == "KEDI"
+    assert in_case("istanbul", "capitalised", "tr") == "İstanbul"
+    assert in_case("KEDİ IRMAK", "lower", "tr") == "kedi ırmak"
     with pytest.raises(ValueError, match="unknown case form 'title'"):
         in_case("panda", "title")
 

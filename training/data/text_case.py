@@ -7,15 +7,25 @@ and ``polyglot evaluate --query-case`` puts every wide-dev query in one of them 
 
 from __future__ import annotations
 
+from indexer.query.pipeline import DOTTED_I_LANGUAGES, lower_case
+
 CASE_FORMS = ("lower", "capitalised", "upper")
 
 
-def in_case(text: str, form: str) -> str:
-    """``text`` in ``form``: ``capitalised`` upper-cases the first letter only ("Great white shark")."""
+def _upper_case(text: str, lang: str | None) -> str:
+    # A Turkish keyboard writes "kedi" in capitals as "KEDİ" and "ırmak" as "IRMAK"; str.upper() gives "KEDI".
+    if lang in DOTTED_I_LANGUAGES:
+        text = text.replace("i", "İ").replace("ı", "I")
+    return text.upper()
+
+
+def in_case(text: str, form: str, lang: str | None = None) -> str:
+    """``text`` in ``form``, as a keyboard for ``lang`` types it (the dotted and dotless i of Turkish and
+    Azerbaijani): ``capitalised`` upper-cases the first letter only ("Great white shark")."""
     if form == "lower":
-        return text.lower()
+        return lower_case(text, lang)
     if form == "capitalised":
-        return text[:1].upper() + text[1:]
+        return _upper_case(text[:1], lang) + text[1:]
     if form == "upper":
-        return text.upper()
+        return _upper_case(text, lang)
     raise ValueError(f"unknown case form {form!r}; one of {', '.join(CASE_FORMS)}")

@@ -45,7 +45,7 @@ def build_wide_dev(samples: Path, labels: Path, out: Path, case: str | None = No
         for photo in photos:
             text = by_class.get(photo["class_index"])
             if text:
-                text = text if case is None else in_case(text, case)
+                text = text if case is None else in_case(text, case, code.lower())
                 rows.append({"image": photo["image"], "lang": code.lower(), "text": text, "source": SOURCE})
     (out / "splits").mkdir(parents=True, exist_ok=True)
     link = out / "images"
