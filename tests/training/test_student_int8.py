@@ -147,8 +147,11 @@ def test_calibrate_student_command(tmp_path: Path) -> None:
     )
     lexicons = tmp_path / "lexicons"
     lexicons.mkdir()
-    (lexicons / "en-fr.tsv").write_text("dog\tchien\ncat\tchat\n", encoding="utf-8")
-    assert len(calibration_texts([captions], lexicons, class_names=2)) == 2 + 2 + 2
+    (lexicons / "en-fr.tsv").write_text("dog\tchien\ncat\tchat\ntaxi\ttaxi\n#aaa\t#ein\n", encoding="utf-8")
+    texts = calibration_texts([captions], lexicons, class_names=2)
+    assert len(texts) == 2 + 2 + 2
+    # The dictionary's words as the words term keeps them: no identity pair ("taxi"), no noise ("#ein").
+    assert set(texts[2:4]) == {"chien", "chat"}
     runner = CliRunner()
     env = {"COLUMNS": "200"}
     result = runner.invoke(

@@ -23,6 +23,7 @@ from indexer.encoders.e5 import E5Tokenizer, E5Weights
 from indexer.encoders.imagenet import imagenet_class_names
 from indexer.export.e5_int8 import input_absmax
 from indexer.student.model import load_trunk, write_int8_ranges
+from training.student.words import read_lexicons
 
 CAPTIONS_PER_LANGUAGE = 48
 WORDS_PER_LANGUAGE = 24
@@ -44,7 +45,8 @@ def calibration_texts(
 ) -> list[str]:
     """A seeded sample of training texts: ``captions_per_language`` captions of each language of the JSON-lines
     ``caption_files`` (rows with ``lang`` and ``text``), ``words_per_language`` translations of each MUSE dictionary
-    in ``lexicons`` (``en-XX.tsv``), and ``class_names`` English ImageNet names."""
+    in ``lexicons`` (``en-XX.tsv``, as :func:`~training.student.words.read_lexicon` keeps them), and
+    ``class_names`` English ImageNet names."""
     rng = random.Random(seed)
     by_language: dict[str, list[str]] = {}
     for path in caption_files:
@@ -61,9 +63,9 @@ def calibration_texts(
         captions = by_language[language]
         texts += rng.sample(captions, min(captions_per_language, len(captions)))
     if lexicons is not None:
-        for path in sorted(Path(lexicons).glob("en-*.tsv")):
-            with open(path, encoding="utf-8") as handle:
-                translations = sorted({line.split("\t")[1].strip() for line in handle if "\t" in line} - {""})
+        # The words the words term trains on: identity pairs and noise dropped, Chinese also in simplified characters.
+        for table in read_lexicons(lexicons).values():
+            translations = sorted({form for forms in table.values() for form in forms})
             texts += rng.sample(translations, min(words_per_language, len(translations)))
     names = list(imagenet_class_names())
     texts += rng.sample(names, min(class_names, len(names)))
