@@ -143,6 +143,7 @@ def calibrate_student_command(
     """Measure the student's int8 calibration on training texts (then `polyglot models build`)."""
     from indexer.student.model import is_student_folder
     from training.student.int8_calibration import CalibrationDataError, calibrate_student, calibration_texts
+    from training.student.words import read_lexicons
 
     if not is_student_folder(student):
         raise fail(f"{student} is not a student folder (config.json of kind e5-student)")
@@ -151,7 +152,7 @@ def calibrate_student_command(
     if lexicons is not None and not any(lexicons.glob("en-*.tsv")):
         raise fail(f"no en-XX.tsv dictionaries in {lexicons}")
     try:
-        texts = calibration_texts(captions, lexicons)
+        texts = calibration_texts(captions, read_lexicons(lexicons) if lexicons is not None else None)
     except CalibrationDataError as exc:
         raise fail(str(exc)) from None
     rows = calibrate_student(student, texts)

@@ -28,6 +28,7 @@ from indexer.student.model import (
 )
 from indexer.tower import TextTower
 from training.student.int8_calibration import calibrate_student, calibration_texts, text_inputs
+from training.student.words import read_lexicons
 
 CALIBRATION = [
     "a dog runs on the beach",
@@ -148,7 +149,7 @@ def test_calibrate_student_command(tmp_path: Path) -> None:
     lexicons = tmp_path / "lexicons"
     lexicons.mkdir()
     (lexicons / "en-fr.tsv").write_text("dog\tchien\ncat\tchat\ntaxi\ttaxi\n#aaa\t#ein\n", encoding="utf-8")
-    texts = calibration_texts([captions], lexicons, class_names=2)
+    texts = calibration_texts([captions], read_lexicons(lexicons), class_names=2)
     assert len(texts) == 2 + 2 + 2
     # The dictionary's words as the words term keeps them: no identity pair ("taxi"), no noise ("#ein").
     assert set(texts[2:4]) == {"chien", "chat"}

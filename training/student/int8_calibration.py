@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,6 @@ from indexer.encoders.e5 import E5Tokenizer, E5Weights
 from indexer.encoders.imagenet import imagenet_class_names
 from indexer.export.e5_int8 import input_absmax
 from indexer.student.model import load_trunk, write_int8_ranges
-from training.student.words import read_lexicons
 
 CAPTIONS_PER_LANGUAGE = 48
 WORDS_PER_LANGUAGE = 24
@@ -36,7 +35,7 @@ class CalibrationDataError(ValueError):
 
 def calibration_texts(
     caption_files: Sequence[Path],
-    lexicons: Path | None,
+    word_tables: Mapping[str, Mapping[str, Sequence[str]]] | None,
     *,
     captions_per_language: int = CAPTIONS_PER_LANGUAGE,
     words_per_language: int = WORDS_PER_LANGUAGE,
@@ -45,7 +44,8 @@ def calibration_texts(
 ) -> list[str]:
     """A seeded sample of training texts: ``captions_per_language`` captions of each language of the JSON-lines
     ``caption_files`` (rows with ``lang`` and ``text``), ``words_per_language`` translations of each MUSE dictionary
-    in ``lexicons`` (``en-XX.tsv``, as :func:`~training.student.words.read_lexicon` keeps them), and
+    of ``word_tables`` (:func:`~training.student.words.read_lexicons`: the words the words term trains on, identity
+    pairs and noise dropped, Chinese also in simplified characters; a training run passes the tables it read), and
     ``class_names`` English ImageNet names."""
     rng = random.Random(seed)
     by_language: dict[str, list[str]] = {}
@@ -62,9 +62,8 @@ def calibration_texts(
     for language in sorted(by_language):
         captions = by_language[language]
         texts += rng.sample(captions, min(captions_per_language, len(captions)))
-    if lexicons is not None:
-        # The words the words term trains on: identity pairs and noise dropped, Chinese also in simplified characters.
-        for table in read_lexicons(lexicons).values():
+    if word_tables is not None:
+        for table in word_tables.values():
             translations = sorted({form for forms in table.values() for form in forms})
             texts += rng.sample(translations, min(words_per_language, len(translations)))
     names = list(imagenet_class_names())

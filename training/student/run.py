@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,8 +159,9 @@ def run_student(
     names = concepts(image_encoder, lemmas)
     checks = [holdout_check(held)] if held is not None else []
     words = word_targets = pseudo = taught = None
+    tables: dict[str, dict[str, list[str]]] | None = None
     if data.lexicons is not None:
-        tables = read_lexicons(data.lexicons)  # ~41 files: read once for both uses
+        tables = read_lexicons(data.lexicons)  # ~41 files (~6 s, 250 MB): read once for every use
         if recipe.words_per_step and word_teacher is not None:
             captions = [data.data / "captions.jsonl", data.text_corpus / "captions.jsonl"]
             vocabulary = english_vocabulary(captions, imagenet_class_names())
@@ -179,6 +180,7 @@ def run_student(
             checks.append(name_check(held_names, names.prototypes))
         elif recipe.pseudo_concept_share:
             pseudo = pseudo_class_names(tables, imagenet_class_names(), seed=recipe.seed)
+    int8 = int8_texts(data, tables)  # sampled now, from the tables above; the calibration runs when the run ends
 
     def evaluate(model: Student, inputs: Inputs) -> dict[str, float]:
         return {key: value for check in checks for key, value in check(model, inputs).items()}
@@ -198,11 +200,11 @@ def run_student(
         word_teacher=word_targets,
         pseudo_names=pseudo,
         muse_rows=taught,
-        when_saved=lambda folder: calibrate_student(folder, int8_texts(data)),
+        when_saved=lambda folder: calibrate_student(folder, int8),
     )
 
 
-def int8_texts(data: StudentData) -> list[str]:
+def int8_texts(data: StudentData, tables: Mapping[str, Mapping[str, Sequence[str]]] | None) -> list[str]:
     """The int8 calibration's training texts: the distillation captions and their translations, the dictionaries'
-    words and English class names (training/student/int8_calibration.py)."""
-    return calibration_texts([data.text_corpus / "captions.jsonl", *data.extra_translations], data.lexicons)
+    words (``tables``, as the run read them) and English class names (training/student/int8_calibration.py)."""
+    return calibration_texts([data.text_corpus / "captions.jsonl", *data.extra_translations], tables)
