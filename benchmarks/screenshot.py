@@ -56,6 +56,7 @@ def main() -> None:
     if args.tower:
         env["POLYGLOT_TOWER_PATH"] = str(args.tower)
     server, url, _ = start_server(env)
+    written: list[Path] = []
     try:
         from playwright.sync_api import sync_playwright
 
@@ -74,17 +75,19 @@ def main() -> None:
                 page.wait_for_function(
                     "[...document.querySelectorAll('.card img')].slice(0, 18).every(i => i.complete && i.naturalWidth > 0)"
                 )
-                page.screenshot(path=str(args.out_dir / f"screenshot-search{suffix}.png"))
+                written.append(args.out_dir / f"screenshot-search{suffix}.png")
+                page.screenshot(path=str(written[-1]))
                 page.locator(".card").first.click()
                 page.wait_for_selector("#detail-captions li")
                 page.wait_for_function("document.getElementById('detail-image').complete")
-                page.screenshot(path=str(args.out_dir / f"screenshot-captions{suffix}.png"))
+                written.append(args.out_dir / f"screenshot-captions{suffix}.png")
+                page.screenshot(path=str(written[-1]))
                 page.close()
             browser.close()
     finally:
         server.terminate()
         server.wait(timeout=30)
-    print("wrote", *sorted(args.out_dir.glob("screenshot-[sc]*.png")))
+    print("wrote", *written)
 
 
 if __name__ == "__main__":
