@@ -36,6 +36,7 @@ from indexer.caption_records import LANG_CODE
 from indexer.captions.alignment import CaptionAlignment
 from indexer.captions.index import CaptionHit, CaptionIndex
 from indexer.encoders.base import TextEncoder
+from indexer.query.pipeline import unshouted
 from indexer.sentence_cache import cached_sentences
 from indexer.store.vectors import VectorIndex
 from indexer.tower import TextEmbedder
@@ -150,6 +151,7 @@ class CrossLingualCaptions:
         if k < 1:
             raise CaptionSearchError(f"k must be at least 1, got {k}")
         space = self.space(lang, target)
+        texts = [unshouted(text, lang) for text in texts]  # "A DOG ON THE BEACH" is read as "/search" reads it
         if space.encoder is None:
             vectors = self.tower.embed(list(texts), lang)
             return [self.captions.search(row, [target], k)[target] for row in vectors], space.name

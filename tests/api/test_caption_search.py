@@ -68,6 +68,28 @@ def test_search_ranks_target_captions_in_the_alignment_space(aligned_client: Tes
     assert same.json()["captions"][0]["text"] == "two children play football"
 
 
+def test_an_all_capitals_query_is_read_in_lower_case(
+    aligned_client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on ``/search`` (indexer.query.pipeline.unshouted), in the alignment space and in the fallback space."""
+    seen: list[str] = []
+    original = FakeTextEncoder._predict
+
+    def recording(self: FakeTextEncoder, texts: list[str]) -> np.ndarray:
+        seen.extend(texts)
+        return original(self, texts)
+
+    monkeypatch.setattr(FakeTextEncoder, "_predict", recording)
+    for lang, target in (("en", "fr"), ("de", "en")):
+        shouted = aligned_client.get("/captions/search", params={"q": "TWO CHILDREN", "lang": lang, "target": target})
+        assert shouted.status_code == 200, shouted.text
+        assert shouted.json()["query"] == "TWO CHILDREN"  # the answer echoes what was typed
+    assert seen.count("two children") == 2 and "TWO CHILDREN" not in seen
+    seen.clear()
+    typed = aligned_client.get("/captions/search", params={"q": "Two Children", "lang": "en", "target": "fr"})
+    assert typed.status_code == 200 and seen == ["Two Children"]  # mixed case stays as typed
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [
