@@ -49,6 +49,20 @@ class FakeTextEncoder(TextEncoder):
         return np.stack(rows)
 
 
+@pytest.fixture
+def encoded_texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text the fake text encoder is given, in order (what a query was read as, before its vector)."""
+    seen: list[str] = []
+    original = FakeTextEncoder._predict
+
+    def recording(self: FakeTextEncoder, texts: Sequence[str]) -> np.ndarray:
+        seen.extend(texts)
+        return original(self, texts)
+
+    monkeypatch.setattr(FakeTextEncoder, "_predict", recording)
+    return seen
+
+
 def fake_text_embedder(encoder: TextEncoder | None = None, seed: int = 0) -> TextEmbedder:
     encoder = encoder or FakeTextEncoder()
     torch.manual_seed(seed)

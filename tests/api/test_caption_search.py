@@ -68,18 +68,9 @@ def test_search_ranks_target_captions_in_the_alignment_space(aligned_client: Tes
     assert same.json()["captions"][0]["text"] == "two children play football"
 
 
-def test_an_all_capitals_query_is_read_in_lower_case(
-    aligned_client: TestClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_all_capitals_query_is_read_in_lower_case(aligned_client: TestClient, encoded_texts: list[str]) -> None:
     """As on ``/search`` (indexer.query.pipeline.unshouted), in the alignment space and in the fallback space."""
-    seen: list[str] = []
-    original = FakeTextEncoder._predict
-
-    def recording(self: FakeTextEncoder, texts: list[str]) -> np.ndarray:
-        seen.extend(texts)
-        return original(self, texts)
-
-    monkeypatch.setattr(FakeTextEncoder, "_predict", recording)
+    seen = encoded_texts
     for lang, target in (("en", "fr"), ("de", "en")):
         shouted = aligned_client.get("/captions/search", params={"q": "TWO CHILDREN", "lang": lang, "target": target})
         assert shouted.status_code == 200, shouted.text

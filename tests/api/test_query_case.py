@@ -3,9 +3,6 @@ finds. Measured on the shipped student in docs/student.md ("What case forms buy"
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -52,17 +49,8 @@ def test_unshouted_in_the_query_language(typed: str, lang: str | None, read: str
     assert unshouted(typed, lang) == read
 
 
-def test_search_reads_an_all_capitals_query_in_lower_case(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from api_fixtures import FakeTextEncoder
-
-    seen: list[str] = []
-    original = FakeTextEncoder._predict
-
-    def recording(self: FakeTextEncoder, texts: Sequence[str]) -> np.ndarray:
-        seen.extend(texts)
-        return original(self, texts)
-
-    monkeypatch.setattr(FakeTextEncoder, "_predict", recording)
+def test_search_reads_an_all_capitals_query_in_lower_case(client: TestClient, encoded_texts: list[str]) -> None:
+    seen = encoded_texts
     shouted = client.get("/v1/search", params={"q": "A RED DOG", "lang": "en"})
     typed = client.get("/v1/search", params={"q": "A Red Dog", "lang": "en"})
     assert shouted.status_code == typed.status_code == 200
