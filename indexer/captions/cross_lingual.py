@@ -153,7 +153,7 @@ class CrossLingualCaptions:
         space = self.space(lang, target)
         texts = [unshouted(text, lang) for text in texts]  # "A DOG ON THE BEACH" is read as "/search" reads it
         if space.encoder is None:
-            vectors = self.tower.embed(list(texts), lang)
+            vectors = self.tower.embed(texts, lang)
             return [self.captions.search(row, [target], k)[target] for row in vectors], space.name
         query = unit_rows(space.query(self._sentences(space.encoder, texts, self.query_cache)))
         kept = self.vectors(space, target)
