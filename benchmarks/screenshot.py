@@ -80,6 +80,8 @@ def main() -> None:
                 page.locator(".card").first.click()
                 page.wait_for_selector("#detail-captions li")
                 page.wait_for_function("document.getElementById('detail-image').complete")
+                # Tags arrive on their own request (the first one embeds the tag vocabulary): wait for the list.
+                page.wait_for_function("document.getElementById('detail-tags').textContent.length > 0")
                 written.append(args.out_dir / f"screenshot-captions{suffix}.png")
                 page.screenshot(path=str(written[-1]))
                 page.close()
