@@ -4,8 +4,10 @@
 
 Graphs: fp32, ONNX Runtime's plain dynamic int8 (the export before SmoothQuant) and SmoothQuant + dynamic int8 at
 each ``--alphas`` (indexer/export/e5_int8.py). The smoothing ranges are measured on the calibration sample
-(training/student/int8_calibration.py, seed 0: what ``polyglot models calibrate-student`` measures); the cosines are
-over another seeded sample of the same training sources with the calibration texts taken out (seed 1). No dev text.
+(training/student/int8_calibration.py, seed 0: what ``polyglot models calibrate-student`` measures), at each
+sample size of ``--scales`` (the sample's texts per source times N); the cosines are over another seeded sample of
+the same training sources with every calibration text taken out (seed 1). No dev text: this is where the sample size
+is chosen.
 Timing: one text of ``--tokens`` tokens, p50 of ``--runs`` runs after 5 warm-ups, one and two intra-op threads,
 spinning off (as the service runs it). Run it with nothing else running; the load average is printed beside it.
 """
@@ -29,6 +31,7 @@ from indexer.export.e5 import export_encoder, quantize_int8
 from indexer.export.e5_int8 import export_smoothed_int8, input_absmax
 from indexer.student.model import load_trunk
 from training.student.int8_calibration import calibration_texts, text_inputs
+from training.student.words import read_lexicons
 
 SHARED = Path("../shared/data")
 
@@ -65,17 +68,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--student", type=Path, default=SHIPPED_STUDENT)
     parser.add_argument("--alphas", default="0.5,0.7,0.8,0.85")
+    parser.add_argument("--scales", default="1", help="calibration sample sizes, as multiples of the default's")
     parser.add_argument("--tokens", type=int, default=20)
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--md", type=Path, default=None)
     args = parser.parse_args()
     captions = [SHARED / "m30k-text" / "captions.jsonl", SHARED / "more-langs" / "text-captions.jsonl"]
-    lexicons = SHARED / "lexicons"
-    calibration = calibration_texts(captions, lexicons)
-    held = [text for text in calibration_texts(captions, lexicons, seed=1) if text not in set(calibration)]
+    tables = read_lexicons(SHARED / "lexicons")
+    scales = [int(value) for value in args.scales.split(",")]
+    calibrations = {scale: calibration_texts(captions, tables, scale=scale) for scale in scales}
+    calibrated = {text for texts in calibrations.values() for text in texts}
+    held = [text for text in calibration_texts(captions, tables, seed=1) if text not in calibrated]
     weights = E5Weights()
     trunk = load_trunk(args.student, weights)
-    absmax = input_absmax(trunk, text_inputs(calibration, weights))
+    absmax = {scale: input_absmax(trunk, text_inputs(texts, weights)) for scale, texts in calibrations.items()}
     feeds = [{"embeddings": e.numpy(), "mask": m.numpy()} for e, m in text_inputs(held, weights)]
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="student-int8-") as scratch:
@@ -83,9 +89,11 @@ def main() -> None:
         graphs = {"fp32": folder / "fp32.onnx", "int8, plain": folder / "plain.onnx"}
         export_encoder(trunk, graphs["fp32"], None)
         quantize_int8(graphs["fp32"], graphs["int8, plain"])
-        for alpha in (float(value) for value in args.alphas.split(",")):
-            graphs[f"int8, SmoothQuant α {alpha}"] = folder / f"smoothed-{alpha}.onnx"
-            export_smoothed_int8(trunk, absmax, graphs[f"int8, SmoothQuant α {alpha}"], alpha=alpha)
+        for scale in scales:
+            for alpha in (float(value) for value in args.alphas.split(",")):
+                name = f"int8, SmoothQuant α {alpha}, calibration {len(calibrations[scale])} texts (×{scale})"
+                graphs[name] = folder / f"smoothed-{alpha}-{scale}.onnx"
+                export_smoothed_int8(trunk, absmax[scale], graphs[name], alpha=alpha)
         reference = pooled(graphs["fp32"], feeds)
         timing_feed = {
             "embeddings": np.random.default_rng(0).standard_normal((1, args.tokens, 384)).astype(np.float32) * 0.05,
@@ -103,8 +111,8 @@ def main() -> None:
         f"# The student's int8 graphs (`{os.path.relpath(args.student)}`)",
         "",
         f"Command: `.venv/bin/python benchmarks/student_int8.py {' '.join(sys.argv[1:])}`",
-        f"Cosine to the fp32 graph's pooled vector over {len(held)} held-apart training texts (calibration: "
-        f"{len(calibration)} others); encoding time: one {args.tokens}-token input, p50 of {args.runs} runs. "
+        f"Cosine to the fp32 graph's pooled vector over {len(held)} held-apart training texts (none of them in a "
+        f"calibration sample); encoding time: one {args.tokens}-token input, p50 of {args.runs} runs. "
         f"Load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.",
         "",
         "| graph | mean cosine | lowest | 1 %-quantile | ms, 1 thread | ms, 2 threads |",

@@ -139,10 +139,16 @@ def calibrate_student_command(
         Path("../shared/data/lexicons"),
         help="MUSE dictionaries (en-XX.tsv) whose words are measured too ('' for none).",
     ),
+    scale: int | None = typer.Option(
+        None,
+        min=1,
+        max=16,
+        help="Times the sample's texts per source (default: the one benchmarks/student_int8.py chose).",
+    ),
 ) -> None:
     """Measure the student's int8 calibration on training texts (then `polyglot models build`)."""
     from indexer.student.model import is_student_folder
-    from training.student.int8_calibration import CalibrationDataError, calibrate_student, calibration_texts
+    from training.student.int8_calibration import SCALE, CalibrationDataError, calibrate_student, calibration_texts
     from training.student.words import read_lexicons
 
     if not is_student_folder(student):
@@ -152,7 +158,9 @@ def calibrate_student_command(
     if lexicons is not None and not any(lexicons.glob("en-*.tsv")):
         raise fail(f"no en-XX.tsv dictionaries in {lexicons}")
     try:
-        texts = calibration_texts(captions, read_lexicons(lexicons) if lexicons is not None else None)
+        texts = calibration_texts(
+            captions, read_lexicons(lexicons) if lexicons is not None else None, scale=scale or SCALE
+        )
     except CalibrationDataError as exc:
         raise fail(str(exc)) from None
     rows = calibrate_student(student, texts)

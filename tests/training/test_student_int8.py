@@ -4,6 +4,7 @@ the weights, and the served int8 student stays nearer the fp32 one than the plai
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -166,10 +167,14 @@ def test_calibrate_student_command(tmp_path: Path) -> None:
             str(captions),
             "--lexicons",
             str(lexicons),
+            "--scale",
+            "2",
         ],
         env=env,
     )
     assert result.exit_code == 0, result.output
+    # 1 caption of each language and 2 words (all there are), 2 × 48 class names.
+    assert "int8 calibration of 100 training texts" in " ".join(result.output.split())
     ranges = load_int8_ranges(folder)
     assert ranges is not None and sorted(ranges) == sorted(linear_names(load_trunk(folder)))
     assert any(name.startswith(INT8_RANGES) for name in load_file(str(folder / TRUNK_DELTA)))
@@ -181,6 +186,21 @@ def test_calibrate_student_command(tmp_path: Path) -> None:
         env=env,
     )
     assert result.exit_code != 0 and "none.jsonl is missing" in result.output
+
+
+def test_the_calibration_sample_grows_with_its_scale(tmp_path: Path) -> None:
+    captions = tmp_path / "captions.jsonl"
+    rows = [(lang, f"{lang} caption {number}") for lang in ("en", "de") for number in range(10)]
+    captions.write_text("".join(json.dumps({"lang": lang, "text": text}) + "\n" for lang, text in rows), "utf-8")
+    tables = {"fr": {f"word{number}": [f"mot{number}"] for number in range(10)}}
+    sizes = {"captions_per_language": 2, "words_per_language": 3, "class_names": 1}
+    one = calibration_texts([captions], tables, **sizes)
+    three = calibration_texts([captions], tables, **sizes, scale=3)
+    assert len(one) == 2 * 2 + 3 + 1 and len(three) == 3 * len(one) and len(set(three)) == len(three)
+    assert sum(text.startswith("de ") for text in three) == 6 and sum(text.startswith("mot") for text in three) == 9
+    assert calibration_texts([captions], tables, **sizes, scale=3) == three  # seeded
+    with pytest.raises(ValueError, match="at least 1"):
+        calibration_texts([captions], tables, scale=0)
 
 
 def test_auto_precision_serves_int8_for_a_calibrated_student_only(

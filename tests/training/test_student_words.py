@@ -111,6 +111,9 @@ def test_case_forms_are_what_people_type() -> None:
     forms = {case_form("kinderwagen", rng) for _ in range(200)}
     assert forms == {"kinderwagen", "Kinderwagen", "KINDERWAGEN"}
     assert case_form("金鱼", np.random.default_rng(1)) == "金鱼"
+    # A Turkish keyboard keeps the dot of i in capitals, as serving reads it (indexer.query.pipeline.unshouted).
+    turkish = {case_form("kedi", rng, "tr") for _ in range(200)}
+    assert turkish == {"kedi", "Kedi", "KEDİ"}
 
 
 def test_stored_frozen_states_give_the_student_s_own_outputs() -> None:

@@ -5,7 +5,8 @@ The texts are the training side's only: captions of ``m30k-text`` (en, de, fr, c
 ``more-langs`` (es, zh, uk, ar), the MUSE dictionaries' words in every language and the English class names, the
 texts the served student meets (scenes and names of things). The dev sets (Flickr dev captions, the non-English
 ImageNet names) measure what int8 costs, so they never shape it. A seeded sample: the same data gives the same
-ranges.
+ranges. ``scale`` multiplies each of the three sample sizes (``polyglot models calibrate-student --scale``); it is
+chosen on held-apart training texts (``benchmarks/student_int8.py --scales``), never on a dev set.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from indexer.student.model import load_trunk, write_int8_ranges
 CAPTIONS_PER_LANGUAGE = 48
 WORDS_PER_LANGUAGE = 24
 CLASS_NAMES = 48
+SCALE = 1
 
 
 class CalibrationDataError(ValueError):
@@ -40,13 +42,19 @@ def calibration_texts(
     captions_per_language: int = CAPTIONS_PER_LANGUAGE,
     words_per_language: int = WORDS_PER_LANGUAGE,
     class_names: int = CLASS_NAMES,
+    scale: int = SCALE,
     seed: int = 0,
 ) -> list[str]:
     """A seeded sample of training texts: ``captions_per_language`` captions of each language of the JSON-lines
     ``caption_files`` (rows with ``lang`` and ``text``), ``words_per_language`` translations of each MUSE dictionary
     of ``word_tables`` (:func:`~training.student.words.read_lexicons`: the words the words term trains on, identity
     pairs and noise dropped, Chinese also in simplified characters; a training run passes the tables it read), and
-    ``class_names`` English ImageNet names."""
+    ``class_names`` English ImageNet names; each count times ``scale``."""
+    if scale < 1:
+        raise ValueError(f"scale must be at least 1, not {scale}")
+    captions_per_language, words_per_language, class_names = (
+        count * scale for count in (captions_per_language, words_per_language, class_names)
+    )
     rng = random.Random(seed)
     by_language: dict[str, list[str]] = {}
     for path in caption_files:

@@ -256,6 +256,7 @@ class Sampler:
         n_pseudo = round(r.pseudo_concept_share * r.concepts_per_step) if self.pseudo_langs else 0
         concept_rows = rng.choice(len(self.concepts.text), size=r.concepts_per_step - n_pseudo, replace=False)
         concept_texts = [self.concepts.text[i] for i in concept_rows]
+        concept_langs = ["en"] * len(concept_texts)  # the concept term's names are English
         concept_labels = self.concepts.label[concept_rows]
         if n_pseudo:
             assert self.pseudo_names is not None
@@ -265,9 +266,11 @@ class Sampler:
                 for _ in range(n_pseudo)
             ]
             concept_texts += [self.pseudo_names.text[i] for i in pseudo_rows]
+            concept_langs += [self.pseudo_names.lang[i] for i in pseudo_rows]
             concept_labels = np.concatenate([concept_labels, self.pseudo_names.label[pseudo_rows]])
         word_texts: list[str] = []
         word_sources, word_langs = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        word_text_langs: list[str] = []
         if self.words is not None and r.words_per_step:
             codes = rng.integers(len(self.word_lang_codes), size=r.words_per_step)
             word_rows = [int(rng.choice(self.word_langs[self.word_lang_codes[code]])) for code in codes]
@@ -279,10 +282,11 @@ class Sampler:
                     [codes, [self.word_lang_codes.index(self.words.lang[i]) for i in word_rows[len(codes) :]]]
                 )
             word_texts = [self.words.text[i] for i in word_rows]
+            word_text_langs = [self.words.lang[i] for i in word_rows]
             word_sources, word_langs = self.words.source[word_rows], codes.astype(np.int64)
         if r.case_forms:
-            concept_texts = [case_form(text, rng) for text in concept_texts]
-            word_texts = [case_form(text, rng) for text in word_texts]
+            concept_texts = [case_form(t, rng, lang) for t, lang in zip(concept_texts, concept_langs, strict=True)]
+            word_texts = [case_form(t, rng, lang) for t, lang in zip(word_texts, word_text_langs, strict=True)]
         texts = (
             [self.photos.caption_text[i] for i in rows]
             + [self.translations.text[i] for i in translation_rows]

@@ -167,8 +167,9 @@ def pseudo_class_names(
     return PseudoNames(text, lang, np.array(label, dtype=np.int64))
 
 
-def case_form(text: str, rng: np.random.Generator) -> str:
-    """The text as people type it: lower-case, capitalised or upper-case (drawn by ``CASE_WEIGHTS``)."""
+def case_form(text: str, rng: np.random.Generator, lang: str | None = None) -> str:
+    """The text as people type it: lower-case, capitalised or upper-case (drawn by ``CASE_WEIGHTS``), on a keyboard
+    for ``lang`` (Turkish "kedi" in capitals is "KEDİ", as serving and evaluation read it)."""
     form = CASE_FORMS[int(rng.choice(len(CASE_FORMS), p=CASE_WEIGHTS))]
     # The drawn texts are lower-case already; "lower" leaves the odd capitalised name as it is.
-    return text if form == "lower" else in_case(text, form)
+    return text if form == "lower" else in_case(text, form, lang)
