@@ -270,7 +270,6 @@ class Sampler:
             concept_labels = np.concatenate([concept_labels, self.pseudo_names.label[pseudo_rows]])
         word_texts: list[str] = []
         word_sources, word_langs = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        word_text_langs: list[str] = []
         if self.words is not None and r.words_per_step:
             codes = rng.integers(len(self.word_lang_codes), size=r.words_per_step)
             word_rows = [int(rng.choice(self.word_langs[self.word_lang_codes[code]])) for code in codes]
@@ -282,11 +281,11 @@ class Sampler:
                     [codes, [self.word_lang_codes.index(self.words.lang[i]) for i in word_rows[len(codes) :]]]
                 )
             word_texts = [self.words.text[i] for i in word_rows]
-            word_text_langs = [self.words.lang[i] for i in word_rows]
             word_sources, word_langs = self.words.source[word_rows], codes.astype(np.int64)
         if r.case_forms:
             concept_texts = [case_form(t, rng, lang) for t, lang in zip(concept_texts, concept_langs, strict=True)]
-            word_texts = [case_form(t, rng, lang) for t, lang in zip(word_texts, word_text_langs, strict=True)]
+            languages = [self.word_lang_codes[code] for code in word_langs]
+            word_texts = [case_form(t, rng, lang) for t, lang in zip(word_texts, languages, strict=True)]
         texts = (
             [self.photos.caption_text[i] for i in rows]
             + [self.translations.text[i] for i in translation_rows]
