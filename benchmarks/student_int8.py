@@ -8,6 +8,9 @@ each ``--alphas`` (indexer/export/e5_int8.py). The smoothing ranges are measured
 sample size of ``--scales`` (the sample's texts per source times N); the cosines are over another seeded sample of
 the same training sources with every calibration text taken out (seed 1). No dev text: this is where the sample size
 is chosen.
+``--fp32-shares``: at each share, the Linears whose int8 moves the vectors most per multiply (measured on the
+calibration sample, training/student/int8_sensitivity.py) stay fp32 until that share of the multiplies is fp32;
+where the share is chosen, by the same held-apart texts.
 Timing: one text of ``--tokens`` tokens, p50 of ``--runs`` runs after 5 warm-ups, one and two intra-op threads,
 spinning off (as the service runs it). Run it with nothing else running; the load average is printed beside it.
 """
@@ -30,7 +33,8 @@ from indexer.encoders.e5 import E5Weights
 from indexer.export.e5 import export_encoder, quantize_int8
 from indexer.export.e5_int8 import export_smoothed_int8, input_absmax
 from indexer.student.model import load_trunk
-from training.student.int8_calibration import calibration_texts, text_inputs
+from training.student.int8_calibration import calibration_texts, padded_batches, text_inputs
+from training.student.int8_sensitivity import fp32_choice, linear_macs, linear_sensitivity
 from training.student.words import read_lexicons
 
 SHARED = Path("../shared/data")
@@ -69,6 +73,7 @@ def main() -> None:
     parser.add_argument("--student", type=Path, default=SHIPPED_STUDENT)
     parser.add_argument("--alphas", default="0.5,0.7,0.8,0.85")
     parser.add_argument("--scales", default="1", help="calibration sample sizes, as multiples of the default's")
+    parser.add_argument("--fp32-shares", default="0", help="shares of the multiplies kept in fp32 (0: all int8)")
     parser.add_argument("--tokens", type=int, default=20)
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--md", type=Path, default=None)
@@ -89,11 +94,20 @@ def main() -> None:
         graphs = {"fp32": folder / "fp32.onnx", "int8, plain": folder / "plain.onnx"}
         export_encoder(trunk, graphs["fp32"], None)
         quantize_int8(graphs["fp32"], graphs["int8, plain"])
+        shares = [float(value) for value in args.fp32_shares.split(",")]
         for scale in scales:
             for alpha in (float(value) for value in args.alphas.split(",")):
-                name = f"int8, SmoothQuant α {alpha}, calibration {len(calibrations[scale])} texts (×{scale})"
-                graphs[name] = folder / f"smoothed-{alpha}-{scale}.onnx"
-                export_smoothed_int8(trunk, absmax[scale], graphs[name], alpha=alpha)
+                sensitivity = {}
+                if any(share > 0 for share in shares):
+                    smoothed_inputs = padded_batches(list(text_inputs(calibrations[scale], weights)))
+                    sensitivity = linear_sensitivity(trunk, absmax[scale], smoothed_inputs, alpha=alpha)
+                for share in shares:
+                    kept = fp32_choice(sensitivity, linear_macs(trunk), share) if share > 0 else {}
+                    name = f"int8, SmoothQuant α {alpha}, calibration {len(calibrations[scale])} texts (×{scale})"
+                    if share > 0:
+                        name += f", {share:.0%} of multiplies fp32 ({len(kept)} Linears: {', '.join(kept)})"
+                    graphs[name] = folder / f"smoothed-{alpha}-{scale}-{share}.onnx"
+                    export_smoothed_int8(trunk, absmax[scale], graphs[name], alpha=alpha, keep_fp32=kept)
         reference = pooled(graphs["fp32"], feeds)
         timing_feed = {
             "embeddings": np.random.default_rng(0).standard_normal((1, args.tokens, 384)).astype(np.float32) * 0.05,

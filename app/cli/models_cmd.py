@@ -145,10 +145,18 @@ def calibrate_student_command(
         max=16,
         help="Times the sample's texts per source (default: the one benchmarks/student_int8.py chose).",
     ),
+    fp32_share: float | None = typer.Option(
+        None,
+        min=0.0,
+        max=0.5,
+        help="Share of the multiplies the int8 graph may keep in fp32, most int8-sensitive Linears first "
+        "(default: the one benchmarks/student_int8.py chose; 0: every Linear int8).",
+    ),
 ) -> None:
     """Measure the student's int8 calibration on training texts (then `polyglot models build`)."""
-    from indexer.student.model import is_student_folder
+    from indexer.student.model import is_student_folder, load_int8_fp32
     from training.student.int8_calibration import SCALE, CalibrationDataError, calibrate_student, calibration_texts
+    from training.student.int8_sensitivity import FP32_SHARE
     from training.student.words import read_lexicons
 
     if not is_student_folder(student):
@@ -163,9 +171,12 @@ def calibrate_student_command(
         )
     except CalibrationDataError as exc:
         raise fail(str(exc)) from None
-    rows = calibrate_student(student, texts)
+    rows = calibrate_student(student, texts, fp32_share=FP32_SHARE if fp32_share is None else fp32_share)
+    kept = load_int8_fp32(student)
     console.print(
-        f"[green]ok[/] int8 calibration of {rows} training texts kept in {student}; now run `polyglot models build`"
+        f"[green]ok[/] int8 calibration of {rows} training texts kept in {student}"
+        f" ({len(kept)} Linears stay fp32{': ' + ', '.join(kept) if kept else ''});"
+        " now run `polyglot models build`"
     )
 
 

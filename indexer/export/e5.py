@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +156,8 @@ def export_encoder(model: E5Encoder, fp32_path: Path, int8_path: Path | None) ->
         quantize_int8(fp32_path, int8_path)
 
 
-def quantize_int8(fp32_path: Path, int8_path: Path) -> None:
-    """ONNX Runtime's dynamic int8 quantisation of the graph's MatMuls."""
+def quantize_int8(fp32_path: Path, int8_path: Path, keep_fp32: Sequence[str] = ()) -> None:
+    """ONNX Runtime's dynamic int8 quantisation of the graph's MatMuls, but the nodes named in ``keep_fp32``."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     # int8 weights, one scale per output channel (per tensor: cosine to the fp32 vectors fell to 0.98 on some
@@ -170,6 +171,7 @@ def quantize_int8(fp32_path: Path, int8_path: Path) -> None:
             weight_type=QuantType.QInt8,
             per_channel=True,
             op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=list(keep_fp32),
         )
     finally:
         logging.getLogger().setLevel(logging.WARNING)

@@ -16,13 +16,18 @@ the student's delta file, so every machine builds the same graph without any dat
 
 α 0.8 was chosen on training texts (captions and dictionary words in 24 languages, held apart from the
 calibration texts): mean cosine to fp32 0.9994 (plain int8: 0.9964), minimum 0.997 (0.985); α 0.5 did not help.
+
+A few Linears may stay fp32 (``keep_fp32``): those whose int8 moves the student's vectors most per multiply they
+cost, measured on training texts (:mod:`training.student.int8_sensitivity`) and kept in the delta file with the
+ranges. Smoothing leaves a dev language 0.001-0.002 outside the 0.01 rule now and then; the few MatMuls that carry
+most of that error cost little time to run in fp32.
 """
 
 from __future__ import annotations
 
 import copy
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 import torch
@@ -101,11 +106,26 @@ def smoothed(trunk: E5Encoder, absmax: dict[str, torch.Tensor], alpha: float = S
     return copied.eval()
 
 
+def matmul_node(linear: str) -> str:
+    """The ONNX node of a smoothed Linear's MatMul (``layers.3.ffn_in`` → ``/layers.3/ffn_in/linear/MatMul``): the
+    TorchScript exporter names a node by its module's path."""
+    layer, name = linear.rsplit(".", 1)
+    return f"/{layer}/{name}/linear/MatMul"
+
+
 def export_smoothed_int8(
-    trunk: E5Encoder, absmax: dict[str, torch.Tensor], int8_path: Path, alpha: float = SMOOTHING_ALPHA
+    trunk: E5Encoder,
+    absmax: dict[str, torch.Tensor],
+    int8_path: Path,
+    alpha: float = SMOOTHING_ALPHA,
+    keep_fp32: Collection[str] = (),
 ) -> None:
-    """The int8 graph of ``trunk``, smoothed with its measured input ranges first."""
+    """The int8 graph of ``trunk``, smoothed with its measured input ranges first; the Linears of ``keep_fp32``
+    (:func:`linear_names`) stay fp32."""
+    unknown = sorted(set(keep_fp32) - set(linear_names(trunk)))
+    if unknown:
+        raise ValueError(f"the trunk has no Linear {', '.join(unknown[:3])}")
     with tempfile.TemporaryDirectory(prefix="smoothed-") as scratch:
         fp32 = Path(scratch) / "smoothed.onnx"
         export_encoder(smoothed(trunk, absmax, alpha), fp32, None)
-        quantize_int8(fp32, int8_path)
+        quantize_int8(fp32, int8_path, [matmul_node(name) for name in keep_fp32])

@@ -21,6 +21,7 @@ from indexer.student.encoder import StudentOnnxEncoder
 from indexer.student.model import (
     INT8_RANGES,
     TRUNK_DELTA,
+    load_int8_fp32,
     load_int8_ranges,
     load_trunk,
     new_trunk,
@@ -178,6 +179,15 @@ def test_calibrate_student_command(tmp_path: Path) -> None:
     ranges = load_int8_ranges(folder)
     assert ranges is not None and sorted(ranges) == sorted(linear_names(load_trunk(folder)))
     assert any(name.startswith(INT8_RANGES) for name in load_file(str(folder / TRUNK_DELTA)))
+    # A share of the multiplies in fp32: 20 % of one layer's is room for two 384 × 384 Linears, not a 384 × 1536 one.
+    calibrate = ["models", "calibrate-student", "--student", str(folder), "--captions", str(captions)]
+    result = runner.invoke(cli, [*calibrate, "--lexicons", "", "--fp32-share", "0.2"], env=env)
+    assert result.exit_code == 0, result.output
+    kept = load_int8_fp32(folder)
+    assert len(kept) == 2 and not any(name.startswith("layers.0.ffn") for name in kept)
+    assert f"2 Linears stay fp32: {', '.join(kept)}" in " ".join(result.output.split())
+    result = runner.invoke(cli, [*calibrate, "--fp32-share", "0.9"], env=env)
+    assert result.exit_code != 0 and "--fp32-share" in result.output
     result = runner.invoke(cli, ["models", "calibrate-student", "--student", str(tmp_path)], env=env)
     assert result.exit_code != 0 and "is not a student folder" in result.output
     result = runner.invoke(

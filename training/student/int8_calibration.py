@@ -1,5 +1,6 @@
-"""The student's int8 calibration: the largest input of each of its Linears over training texts, kept in its delta
-file (``polyglot models calibrate-student``; ``polyglot train student`` runs it when a run ends).
+"""The student's int8 calibration: the largest input of each of its Linears over training texts, and the few
+Linears its int8 graph keeps in fp32 (:mod:`training.student.int8_sensitivity`), kept in its delta file
+(``polyglot models calibrate-student``; ``polyglot train student`` runs it when a run ends).
 
 The texts are the training side's only: captions of ``m30k-text`` (en, de, fr, cs) and their translations in
 ``more-langs`` (es, zh, uk, ar), the MUSE dictionaries' words in every language and the English class names, the
@@ -24,6 +25,7 @@ from indexer.encoders.e5 import E5Tokenizer, E5Weights
 from indexer.encoders.imagenet import imagenet_class_names
 from indexer.export.e5_int8 import input_absmax
 from indexer.student.model import load_trunk, write_int8_ranges
+from training.student.int8_sensitivity import FP32_SHARE, fp32_choice, linear_macs, linear_sensitivity
 
 CAPTIONS_PER_LANGUAGE = 48
 WORDS_PER_LANGUAGE = 24
@@ -88,11 +90,38 @@ def text_inputs(texts: Sequence[str], weights: E5Weights) -> Iterator[tuple[torc
         yield torch.from_numpy(weights.word_embeddings(np.array([row]))), torch.ones(1, len(row))
 
 
-def calibrate_student(folder: Path, texts: Sequence[str], weights: E5Weights | None = None) -> int:
-    """Measure the student's Linear inputs over ``texts`` and keep them in its delta file; returns the rows run."""
+def padded_batches(
+    inputs: Sequence[tuple[torch.Tensor, torch.Tensor]], size: int = 64
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Single texts of :func:`text_inputs` as (embeddings (B, T, H), mask (B, T)) batches, zero-padded; texts of
+    similar length share a batch (sorted), so little is padding."""
+    ordered = sorted(inputs, key=lambda pair: pair[0].shape[1])
+    batches = []
+    for start in range(0, len(ordered), size):
+        chunk = ordered[start : start + size]
+        length = max(embeddings.shape[1] for embeddings, _mask in chunk)
+        embeddings = torch.zeros(len(chunk), length, chunk[0][0].shape[2])
+        mask = torch.zeros(len(chunk), length)
+        for row, (text_embeddings, _mask) in enumerate(chunk):
+            embeddings[row, : text_embeddings.shape[1]] = text_embeddings[0]
+            mask[row, : text_embeddings.shape[1]] = 1.0
+        batches.append((embeddings, mask))
+    return batches
+
+
+def calibrate_student(
+    folder: Path, texts: Sequence[str], weights: E5Weights | None = None, fp32_share: float = FP32_SHARE
+) -> int:
+    """Measure the student's Linear inputs over ``texts``, then each Linear's int8 error on them, and keep the
+    ranges and the Linears to run in fp32 (``fp32_share`` of the multiplies at most) in its delta file; returns
+    the rows run."""
     weights = weights or E5Weights()
     trunk = load_trunk(folder, weights)
     inputs = list(text_inputs(texts, weights))
     ranges = input_absmax(trunk, tqdm(inputs, desc="int8 calibration", unit="text", leave=False))
-    write_int8_ranges(folder, ranges)
+    keep_fp32: dict[str, float] = {}
+    if fp32_share > 0:
+        sensitivity = linear_sensitivity(trunk, ranges, padded_batches(inputs))
+        keep_fp32 = fp32_choice(sensitivity, linear_macs(trunk), fp32_share)
+    write_int8_ranges(folder, ranges, keep_fp32)
     return len(inputs)

@@ -1,0 +1,116 @@
+"""Which of the student's Linears its int8 graph keeps in fp32: each Linear rounded alone, on training texts.
+
+ONNX Runtime's dynamic quantisation (:func:`indexer.export.e5.quantize_int8`) rounds a MatMul's input to uint8
+with one scale and zero point per call (a query is one call: its own tokens), and its weight to int8 with one
+scale per output channel, symmetric in ±127. :func:`fake_dynamic_int8` computes exactly that in PyTorch, so each
+smoothed Linear (:mod:`indexer.export.e5_int8`) can be rounded alone and what it does to the pooled vector measured:
+``1 − cosine`` to fp32, averaged over texts. Errors of different Linears roughly add, so the ones whose error per
+multiply-accumulate is largest go fp32 first, until ``FP32_SHARE`` of the trunk's multiplies run in fp32
+(:func:`fp32_choice`). In the ONNX graph a kept Linear is one MatMul left out of the quantisation (its time, not
+the whole graph's, goes back to fp32).
+
+Why: smoothing alone left three students in a row 0.001-0.002 R@10 outside the 0.01 rule in one dev language
+(docs/student.md, rounds 8-9). The texts are the calibration's (training texts only); the share was chosen on other
+held-apart training texts (``benchmarks/student_int8.py --fp32-shares``), never on a dev set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from indexer.export.e5 import E5Encoder
+from indexer.export.e5_int8 import SMOOTHED, SMOOTHING_ALPHA, SmoothedLinear, smoothed
+
+# 5 % of the multiplies (about one feed-forward matrix in twelve layers' 72) in fp32: ~3 % more time at int8's
+# 2.5x speed-up. Chosen on held-apart training texts: benchmarks/student_int8-fp32-share.md.
+FP32_SHARE = 0.05
+
+
+def fake_dynamic_int8(x: torch.Tensor, mask: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``x @ weightᵀ + bias`` as ONNX Runtime's dynamic int8 MatMul computes it, for a batch of texts (B, T, C)
+    whose ``mask`` (B, T) marks each text's tokens: each text's input on its own uint8 grid (``DynamicQuantizeLinear``:
+    scale ``(max(x, 0) − min(x, 0)) / 255``, zero point ``round(−min / scale)``, over its tokens only, as when it is
+    encoded alone), each output channel's weights on a symmetric int8 grid (scale ``max |w| / 127``)."""
+    tokens = mask[:, :, None].bool()
+    low = torch.where(tokens, x, torch.full_like(x, torch.inf)).amin(dim=(1, 2), keepdim=True).clamp(max=0.0)
+    high = torch.where(tokens, x, torch.full_like(x, -torch.inf)).amax(dim=(1, 2), keepdim=True).clamp(min=0.0)
+    scale = ((high - low) / 255.0).clamp(min=1e-12)
+    zero = torch.round(-low / scale).clamp(0, 255)
+    rounded = (torch.clamp(torch.round(x / scale) + zero, 0, 255) - zero) * scale
+    weight_scale = (weight.abs().amax(dim=1, keepdim=True) / 127.0).clamp(min=1e-12)
+    rounded_weight = torch.clamp(torch.round(weight / weight_scale), -127, 127) * weight_scale
+    return rounded @ rounded_weight.T + bias
+
+
+class _RoundedLinear(nn.Module):
+    """A smoothed Linear computed as the int8 graph computes it, over one batch's texts (``mask``)."""
+
+    def __init__(self, smoothed_linear: SmoothedLinear, mask: torch.Tensor) -> None:
+        super().__init__()
+        self.smoothed_linear = smoothed_linear
+        self.mask = mask
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        inner = self.smoothed_linear.linear
+        return fake_dynamic_int8(x * self.smoothed_linear.inverse, self.mask, inner.weight, inner.bias)
+
+
+def linear_macs(trunk: E5Encoder) -> dict[str, int]:
+    """Multiply-accumulates per token of each Linear (``layers.N.query`` …): in × out."""
+    return {
+        f"layers.{number}.{name}": getattr(layer, name).in_features * getattr(layer, name).out_features
+        for number, layer in enumerate(trunk.layers)
+        for name in SMOOTHED
+    }
+
+
+def linear_sensitivity(
+    trunk: E5Encoder,
+    absmax: Mapping[str, torch.Tensor],
+    batches: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    alpha: float = SMOOTHING_ALPHA,
+) -> dict[str, float]:
+    """For each Linear, the mean ``1 − cosine`` between the smoothed trunk's pooled vectors with only that Linear
+    rounded to int8 and the fp32 ones, over ``batches`` of (embeddings (B, T, H), mask (B, T)). The layers below a
+    Linear do not change, so each batch's hidden states are computed once per layer and reused."""
+    model = smoothed(trunk, dict(absmax), alpha)
+    errors: dict[str, float] = {name: 0.0 for name in linear_macs(trunk)}
+    count = 0
+    with torch.no_grad():
+        for embeddings, mask in tqdm(batches, desc="int8 sensitivity", unit="batch", leave=False):
+            states = [model.lower(embeddings, mask, 0)]
+            bias = ((1.0 - mask) * -1e9)[:, None, None, :]
+            for layer in model.layers:
+                states.append(layer(states[-1], bias))
+            pooled = model.upper(states[-1], mask, len(model.layers))
+            reference = nn.functional.normalize(pooled, dim=-1)
+            for number, layer in enumerate(model.layers):
+                for name in SMOOTHED:
+                    original = getattr(layer, name)
+                    setattr(layer, name, _RoundedLinear(original, mask))
+                    try:
+                        moved = nn.functional.normalize(model.upper(states[number], mask, number), dim=-1)
+                    finally:
+                        setattr(layer, name, original)
+                    errors[f"layers.{number}.{name}"] += float((1.0 - (moved * reference).sum(dim=-1)).sum())
+            count += int(mask.shape[0])
+    return {name: error / max(count, 1) for name, error in errors.items()}
+
+
+def fp32_choice(sensitivity: Mapping[str, float], macs: Mapping[str, int], share: float) -> dict[str, float]:
+    """The Linears to keep in fp32: by error per multiply, largest first, while their multiplies stay within
+    ``share`` of all; a Linear that does not fit is passed over for smaller ones after it. Returns name → error."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must be within [0, 1], not {share}")
+    budget = share * sum(macs.values())
+    chosen: dict[str, float] = {}
+    spent = 0
+    for name in sorted(sensitivity, key=lambda key: (-sensitivity[key] / macs[key], key)):
+        if sensitivity[name] > 0.0 and spent + macs[name] <= budget:
+            chosen[name] = sensitivity[name]
+            spent += macs[name]
+    return chosen
