@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from indexer.encoders.e5 import E5Weights  # noqa: E402
 from indexer.encoders.imagenet import imagenet_class_names  # noqa: E402
-from indexer.export.e5 import E5Encoder  # noqa: E402
+from indexer.export.e5 import E5Encoder, attention_bias  # noqa: E402
 from training.student.train import Batcher  # noqa: E402
 
 LEXICONS = ROOT.parent / "shared" / "data" / "lexicons"
@@ -45,8 +45,8 @@ def pooled_by_depth(model: E5Encoder, batcher: Batcher, texts: list[str], depths
     embeddings, mask = batcher(texts)
     out = {}
     with torch.no_grad():
-        x = model.norm(embeddings + model.positions[: embeddings.shape[1]] + model.token_type)
-        bias = ((1.0 - mask) * -1e9)[:, None, None, :]
+        x = model.lower(embeddings, mask, 0)  # the embedding LayerNorm, no layer yet
+        bias = attention_bias(mask)
         for depth, layer in enumerate(model.layers, start=1):
             x = layer(x, bias)
             if depth in depths:

@@ -90,7 +90,7 @@ class E5Encoder(nn.Module):
         """Hidden states (B, T, H) after the embedding norm and the first ``layers`` layers."""
         length = embeddings.shape[1]
         x = self.norm(embeddings + self.positions[:length] + self.token_type)
-        bias = _attention_bias(mask)
+        bias = attention_bias(mask)
         for layer in self.layers[:layers]:
             x = layer(x, bias)
         return x
@@ -98,14 +98,14 @@ class E5Encoder(nn.Module):
     def upper(self, hidden: torch.Tensor, mask: torch.Tensor, start: int) -> torch.Tensor:
         """The layers from ``start`` on over hidden states of :meth:`lower`, then mean pooling: a student whose
         lower layers are frozen trains from their stored output (training/student/frozen_states.py)."""
-        bias = _attention_bias(mask)
+        bias = attention_bias(mask)
         x = hidden
         for layer in self.layers[start:]:
             x = layer(x, bias)
         return (x * mask[:, :, None]).sum(dim=1) / mask.sum(dim=1, keepdim=True)
 
 
-def _attention_bias(mask: torch.Tensor) -> torch.Tensor:
+def attention_bias(mask: torch.Tensor) -> torch.Tensor:
     """Padding never attends: the same per-text attention as the engine's segments."""
     return ((1.0 - mask) * -1e9)[:, None, None, :]
 

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from indexer.export.e5 import E5Encoder
+from indexer.export.e5 import E5Encoder, attention_bias
 from indexer.export.e5_int8 import SMOOTHED, SMOOTHING_ALPHA, SmoothedLinear, smoothed
 
 # 5 % of the multiplies in fp32 (w12r10: layer 0's ffn_out and three value projections). Chosen on held-apart
@@ -84,7 +84,7 @@ def linear_sensitivity(
     with torch.no_grad():
         for embeddings, mask in tqdm(batches, desc="int8 sensitivity", unit="batch", leave=False):
             states = [model.lower(embeddings, mask, 0)]
-            bias = ((1.0 - mask) * -1e9)[:, None, None, :]
+            bias = attention_bias(mask)
             for layer in model.layers:
                 states.append(layer(states[-1], bias))
             pooled = model.upper(states[-1], mask, len(model.layers))
