@@ -66,28 +66,44 @@ def linear_names(trunk: E5Encoder) -> list[str]:
     return [f"layers.{number}.{name}" for number in range(len(trunk.layers)) for name in SMOOTHED]
 
 
-def input_absmax(trunk: E5Encoder, texts: Iterable[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Per input channel, the largest ``|x|`` every Linear of ``trunk`` sees over ``texts`` ((embeddings, mask)
-    pairs, one text each: no padding enters the maximum)."""
-    wanted = set(linear_names(trunk))
-    found: dict[str, torch.Tensor] = {}
+def each_linear_input(
+    trunk: E5Encoder,
+    inputs: Iterable[tuple[torch.Tensor, torch.Tensor]],
+    visit: Callable[[str, torch.Tensor], None],
+) -> None:
+    """Run ``trunk`` over ``inputs`` ((embeddings (B, T, H), mask (B, T)) pairs) and call ``visit(name, tokens)`` with
+    every Linear's input (``layers.N.query`` …) over the texts' tokens, (N, in): padding never enters."""
+    current: dict[str, torch.Tensor] = {}
 
     def watch(name: str) -> Callable[[nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]:
-        def hook(_module: nn.Module, inputs: tuple[torch.Tensor, ...], _output: torch.Tensor) -> None:
-            largest = inputs[0].detach().abs().amax(dim=(0, 1)).float()
-            found[name] = torch.maximum(found[name], largest) if name in found else largest
+        def hook(_module: nn.Module, args: tuple[torch.Tensor, ...], _output: torch.Tensor) -> None:
+            visit(name, args[0].detach()[current["mask"].bool()])
 
         return hook
 
+    wanted = set(linear_names(trunk))
     handles = [module.register_forward_hook(watch(name)) for name, module in trunk.named_modules() if name in wanted]
     try:
         with torch.no_grad():
-            for embeddings, mask in texts:
+            for embeddings, mask in inputs:
+                current["mask"] = mask
                 trunk(embeddings, mask)
     finally:
         for handle in handles:
             handle.remove()
-    if set(found) != wanted:
+
+
+def input_absmax(trunk: E5Encoder, texts: Iterable[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Per input channel, the largest ``|x|`` every Linear of ``trunk`` sees over ``texts`` ((embeddings, mask)
+    pairs; no padding enters the maximum)."""
+    found: dict[str, torch.Tensor] = {}
+
+    def keep_largest(name: str, tokens: torch.Tensor) -> None:
+        largest = tokens.abs().amax(dim=0).float()
+        found[name] = torch.maximum(found[name], largest) if name in found else largest
+
+    each_linear_input(trunk, texts, keep_largest)
+    if set(found) != set(linear_names(trunk)):
         raise ValueError("no calibration text reached the trunk's layers")
     return found
 

@@ -15,14 +15,21 @@ int8 graph's error (mean ``1 − cosine`` to fp32), and GPTQ leaves about a thir
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import torch
-from torch import nn
 from tqdm.auto import tqdm
 
 from indexer.export.e5 import E5Encoder
-from indexer.export.e5_int8 import INT8_LEVELS, SMOOTHING_ALPHA, linear_names, smoothing_scale, weight_levels
+from indexer.export.e5_int8 import (
+    INT8_LEVELS,
+    SMOOTHING_ALPHA,
+    SmoothedLinear,
+    each_linear_input,
+    linear_names,
+    smoothed,
+    weight_levels,
+)
 
 # GPTQ's damping: this share of the Gram matrix's mean diagonal is added to its diagonal, the paper's default.
 GPTQ_DAMPING = 0.01
@@ -34,26 +41,12 @@ def input_grams(
     """``Σ xᵀx`` (float64, in × in) of every Linear's input over the tokens of ``batches`` ((embeddings (B, T, H),
     mask (B, T)); padding left out), as the fp32 trunk computes them."""
     grams: dict[str, torch.Tensor] = {}
-    current: dict[str, torch.Tensor] = {}
 
-    def watch(name: str) -> Callable[[nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]:
-        def hook(_module: nn.Module, inputs: tuple[torch.Tensor, ...], _output: torch.Tensor) -> None:
-            tokens = inputs[0].detach()[current["mask"].bool()].float()
-            gram = (tokens.T @ tokens).double()
-            grams[name] = grams[name] + gram if name in grams else gram
+    def add(name: str, tokens: torch.Tensor) -> None:
+        gram = (tokens.float().T @ tokens.float()).double()
+        grams[name] = grams[name] + gram if name in grams else gram
 
-        return hook
-
-    wanted = set(linear_names(trunk))
-    handles = [module.register_forward_hook(watch(name)) for name, module in trunk.named_modules() if name in wanted]
-    try:
-        with torch.no_grad():
-            for embeddings, mask in tqdm(batches, desc="int8 rounding: inputs", unit="batch", leave=False):
-                current["mask"] = mask
-                trunk(embeddings, mask)
-    finally:
-        for handle in handles:
-            handle.remove()
+    each_linear_input(trunk, tqdm(batches, desc="int8 rounding: inputs", unit="batch", leave=False), add)
     return grams
 
 
@@ -90,16 +83,17 @@ def rounding_corrections(
     damping: float = GPTQ_DAMPING,
 ) -> dict[str, torch.Tensor]:
     """For each Linear but those in ``skip``: GPTQ's levels of its smoothed weight minus the nearest ones (int8), the
-    corrections :func:`indexer.export.e5_int8.on_grid` applies. The smoothing divides input channel ``j`` by
-    ``s_j``, so the smoothed inputs' Gram matrix is ``gram / (s sᵀ)``."""
+    corrections :func:`indexer.export.e5_int8.on_grid` applies. The smoothing multiplies input channel ``j`` by
+    ``1 / s_j`` (``SmoothedLinear.inverse``), so the smoothed inputs' Gram matrix is ``gram · (s⁻¹ s⁻¹ᵀ)``."""
     corrections = {}
+    model = smoothed(trunk, dict(absmax), alpha)  # the weights the int8 export rounds
     names = [name for name in linear_names(trunk) if name not in skip]
     for name in tqdm(names, desc="int8 rounding: GPTQ", unit="linear", leave=False):
-        linear = trunk.get_submodule(name)
-        assert isinstance(linear, nn.Linear)
-        scale = smoothing_scale(absmax[name], linear.weight, alpha)
-        weight = linear.weight.detach() * scale[None, :]
-        gram = grams[name] / (scale.double()[:, None] * scale.double()[None, :])
+        smoothed_linear = model.get_submodule(name)
+        assert isinstance(smoothed_linear, SmoothedLinear)
+        weight = smoothed_linear.linear.weight.detach()
+        inverse = smoothed_linear.inverse.detach().double()
+        gram = grams[name] * (inverse[:, None] * inverse[None, :])
         nearest, _scale = weight_levels(weight)
         difference = gptq_levels(weight, gram, damping) - nearest  # within ±2 levels in practice
         corrections[name] = difference.clamp(-INT8_LEVELS, INT8_LEVELS).to(torch.int8)
