@@ -27,7 +27,7 @@ from indexer.export.e5_int8 import SMOOTHED, SmoothedLinear, input_absmax, smoot
 from indexer.student.model import load_trunk
 from training.student.int8_calibration import calibration_texts, padded_batches, text_inputs
 from training.student.int8_rounding import input_grams, rounding_corrections
-from training.student.int8_sensitivity import fake_dynamic_int8
+from training.student.int8_sensitivity import fake_dynamic_int8, uint8_levels
 from training.student.words import read_lexicons
 
 SHARED = Path("../shared/data")
@@ -35,11 +35,8 @@ SHARED = Path("../shared/data")
 
 def per_token_inputs(x: torch.Tensor) -> torch.Tensor:
     """Each token's input on its own uint8 grid (what a per-row dynamic quantisation would give)."""
-    low = x.amin(dim=2, keepdim=True).clamp(max=0.0)
-    high = x.amax(dim=2, keepdim=True).clamp(min=0.0)
-    scale = ((high - low) / 255.0).clamp(min=1e-12)
-    zero = torch.round(-low / scale).clamp(0, 255)
-    return (torch.clamp(torch.round(x / scale) + zero, 0, 255) - zero) * scale
+    levels, zero, scale = uint8_levels(x, x.amin(dim=2, keepdim=True), x.amax(dim=2, keepdim=True))
+    return (levels - zero) * scale
 
 
 def per_text_inputs(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -31,6 +31,17 @@ from indexer.export.e5_int8 import SMOOTHED, SMOOTHING_ALPHA, SmoothedLinear, sm
 FP32_SHARE = 0.05
 
 
+def uint8_levels(
+    x: torch.Tensor, low: torch.Tensor, high: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``x`` on ONNX Runtime's ``DynamicQuantizeLinear`` grid over the range ``low``–``high`` (widened to hold 0):
+    its uint8 levels, the zero point and the scale, so that ``(levels − zero) · scale`` is the rounded ``x``."""
+    low, high = low.clamp(max=0.0), high.clamp(min=0.0)
+    scale = ((high - low) / 255.0).clamp(min=1e-12)
+    zero = torch.round(-low / scale).clamp(0, 255)
+    return torch.clamp(torch.round(x / scale) + zero, 0, 255), zero, scale
+
+
 def fake_dynamic_int8(
     x: torch.Tensor, mask: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, saturating: bool = False
 ) -> torch.Tensor:
@@ -41,11 +52,9 @@ def fake_dynamic_int8(
     ``saturating``: as on an x86 CPU without VNNI (:func:`indexer.export.e5.int8_pairs_saturate`), the products of
     input channels 2k and 2k+1 (uint8 level × int8 level) are added in 16 bits and clipped to ±32,767 first."""
     tokens = mask[:, :, None].bool()
-    low = torch.where(tokens, x, torch.full_like(x, torch.inf)).amin(dim=(1, 2), keepdim=True).clamp(max=0.0)
-    high = torch.where(tokens, x, torch.full_like(x, -torch.inf)).amax(dim=(1, 2), keepdim=True).clamp(min=0.0)
-    scale = ((high - low) / 255.0).clamp(min=1e-12)
-    zero = torch.round(-low / scale).clamp(0, 255)
-    levels = torch.clamp(torch.round(x / scale) + zero, 0, 255)
+    low = torch.where(tokens, x, torch.full_like(x, torch.inf)).amin(dim=(1, 2), keepdim=True)
+    high = torch.where(tokens, x, torch.full_like(x, -torch.inf)).amax(dim=(1, 2), keepdim=True)
+    levels, zero, scale = uint8_levels(x, low, high)
     int8_weights, weight_scale = weight_levels(weight)
     if not saturating:
         return ((levels - zero) * scale) @ (int8_weights * weight_scale).T + bias
