@@ -24,8 +24,10 @@ import numpy as np
 
 from app.cli.evaluate_cmd import served_settings
 from app.cli.settings_cli import read_settings
+from indexer.atomic import atomic_write_json
 from indexer.encoders.imagenet import imagenet_class_names
 from indexer.query import QueryCache, QueryPipeline, load_models
+from indexer.student import is_student_folder
 from indexer.tower import TextEmbedder
 from indexer.unit import unit_rows
 from training.data.prepared import prepare_split
@@ -80,12 +82,13 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=600, help="training dictionary pairs a language")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if not is_student_folder(args.tower):
+        raise SystemExit(f"{args.tower} is not a student folder")
     settings = read_settings()
     served = served_settings(settings, args.tower, {"text": None, "image": None})
     cache = settings.resolved_cache_dir
     models = load_models(served, sentence_cache=cache, clc=False)
-    if not isinstance(models.text, TextEmbedder):
-        raise SystemExit(f"{args.tower} is not a student folder")
+    assert isinstance(models.text, TextEmbedder)  # a student's text side is one
     models.text.load()
     offsets = language_offsets(models.text, args.pairs)
     wide = build_wide_dev(DATA / "imagenet-samples", DATA / "imagenet-labels", cache / "wide-dev", None)
@@ -102,7 +105,7 @@ def main() -> None:
             + ", ".join(f"{lang} {value:.3f}" for lang, value in sorted(recalls.items()))
         )
     if args.json:
-        args.json.write_text(json.dumps({"tower": str(args.tower), "pairs": args.pairs, "r10": report}, indent=1))
+        atomic_write_json(args.json, {"tower": str(args.tower), "pairs": args.pairs, "r10": report})
 
 
 if __name__ == "__main__":
