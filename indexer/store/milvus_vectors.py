@@ -127,7 +127,9 @@ def connect(settings: VectorIndexSettings) -> Any:
             settings,
         )
     except Exception as exc:  # pymilvus raises MilvusException or grpc errors; the user needs the address
-        raise VectorBackendError(f"cannot reach Milvus at {settings.milvus_uri}: {exc}") from exc
+        # An outage like any failed call (retrying later may work): `polyglot serve` refuses with this line and
+        # the service answers 503, where a VectorBackendError alone escaped `serve` as a traceback.
+        raise VectorServerError("vectors", f"cannot reach Milvus at {settings.milvus_uri}: {first_line(exc)}") from exc
 
 
 class MilvusVectors:
