@@ -195,6 +195,24 @@ def calibrate_student_command(
     )
 
 
+@app.command("average-students")
+def average_students_command(
+    students: list[Path] = typer.Argument(..., help="Two or more student folders of the same depth and head."),
+    out: Path = typer.Option(..., help="New folder for the averaged student."),
+) -> None:
+    """Average students' weights into a new student (then calibrate-student and models build)."""
+    from training.student.average import AverageError, average_students
+
+    try:
+        average_students(students, out)
+    except AverageError as exc:
+        raise fail(str(exc)) from None
+    console.print(
+        f"[green]ok[/] the mean of {len(students)} students in {out}; now run "
+        f"`polyglot models calibrate-student --student {out}` for its int8 graph"
+    )
+
+
 @app.command("list")
 def list_models() -> None:
     """Show the bundled model files and whether they are present and intact."""
