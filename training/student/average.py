@@ -13,7 +13,7 @@ measured on; the average has none until ``polyglot models calibrate-student`` me
 
 from __future__ import annotations
 
-import json
+import copy
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save
 
 from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.student.model import TRUNK_DELTA, delta_parts, is_student_folder
-from indexer.tower import CONFIG_NAME, WEIGHTS_NAME
+from indexer.tower import CONFIG_NAME, WEIGHTS_NAME, TextTower
 
 CARD = "README.md"
 # config.json keys that must agree for two heads to be averaged (the head's shape and the space it maps into)
@@ -59,7 +59,7 @@ def averaged_config(configs: Sequence[dict[str, Any]], folders: Sequence[Path]) 
     layers = {config["student"]["layers"] for config in configs}
     if len(layers) > 1:
         raise AverageError(f"the students have different depths ({sorted(layers)} layers)")
-    config = json.loads(json.dumps(configs[-1]))
+    config = copy.deepcopy(configs[-1])
     config.pop("training", None)
     config["student"]["averaged"] = [
         {"folder": str(folder), "recipe": each["student"].get("recipe", {})}
@@ -91,22 +91,23 @@ def average_students(folders: Sequence[Path], out: Path) -> None:
     """Write into ``out`` the student whose trunk delta and head are the mean of ``folders``' (at least two
     students of the same depth and head), with no int8 calibration."""
     folders = [Path(folder) for folder in folders]
+    out = Path(out)
     if len(folders) < 2:
         raise AverageError("give at least two student folders to average")
-    if len({folder.resolve() for folder in folders}) < len(folders):
+    resolved = {folder.resolve() for folder in folders}
+    if len(resolved) < len(folders):
         raise AverageError("a folder is given twice: give each student once")
     for folder in folders:
         if not is_student_folder(folder):
             raise AverageError(f"{folder} is not a student folder (config.json of kind e5-student)")
         if not (folder / TRUNK_DELTA).is_file() or not (folder / WEIGHTS_NAME).is_file():
             raise AverageError(f"{folder} lacks {TRUNK_DELTA} or {WEIGHTS_NAME}")
-    if Path(out).resolve() in {folder.resolve() for folder in folders}:
+    if out.resolve() in resolved:
         raise AverageError(f"{out} is one of the students: write the average to a new folder")
-    configs = [json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8")) for folder in folders]
+    configs = [TextTower.read_config(folder) for folder in folders]
     config = averaged_config(configs, folders)
     delta = mean_tensors([delta_parts(folder).weights for folder in folders], missing_is_zero=True)
     head = mean_tensors([load_file(str(folder / WEIGHTS_NAME)) for folder in folders], missing_is_zero=False)
-    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / TRUNK_DELTA, save(delta))
     atomic_write_bytes(out / WEIGHTS_NAME, save(head))
