@@ -262,8 +262,23 @@ def register(cli: typer.Typer) -> None:
                     console.print(f"[red]error:[/] {folder}: not a folder", highlight=False)
                     raise typer.Exit(code=2)
                 collection = folder_collection(folder)
+                if not collection.paths and not watch:
+                    console.print(
+                        f"[yellow]warning:[/] {folder} holds no photos this service reads (nothing to index; "
+                        "`polyglot index add DIR` adds some later)",
+                        highlight=False,
+                    )
             else:
                 collection = default_collection()
+                if not collection.paths:
+                    # A clone without ../shared/data and without scikit-image's samples served an empty index in
+                    # silence; it still serves (an index built before, or photos added later), but says how.
+                    console.print(
+                        "[yellow]warning:[/] no sample photos to index (no ../shared/data/m30k-f8k beside the "
+                        "clone, no scikit-image samples): pass a photo folder with --images DIR (or "
+                        "POLYGLOT_IMAGES_DIR), or add one with `polyglot index add DIR`",
+                        highlight=False,
+                    )
             if captions is not None and not captions.is_file():
                 console.print(f"[red]error:[/] {captions}: no such file", highlight=False)
                 raise typer.Exit(code=2)

@@ -56,3 +56,24 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
     assert runner.invoke(cli, ["serve", "--port", "0"]).exit_code == 2
     result = runner.invoke(cli, ["serve", "--images", str(tmp_path)], env={"POLYGLOT_TOWER_PATH": str(tmp_path)})
     assert result.exit_code == 2 and "no text model at" in " ".join(result.output.split())
+
+
+def test_nothing_to_index_says_how_to_add_photos(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A clone without ../shared/data and without scikit-image's samples served an empty index without a word.
+    monkeypatch.setattr(serve_cmd, "default_collection", lambda: serve_cmd.Collection("samples", []))
+    indexed: list[int] = []
+    monkeypatch.setattr(serve_cmd, "index_collection", lambda settings, collection, *rest, **kw: indexed.append(1))
+    served: list[int] = []
+    monkeypatch.setattr("uvicorn.run", lambda *args, **kwargs: served.append(1))
+    runner = CliRunner(
+        env={"POLYGLOT_TOWER_PATH": str(research_tower_path("tower")), "POLYGLOT_HOME": str(tmp_path), "COLUMNS": "200"}
+    )
+    result = runner.invoke(cli, ["serve", "--quiet", "--port", "8123"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert "warning: no sample photos to index" in output and "--images DIR" in output
+    assert indexed == [1] and served == [1]  # it still serves: an index built before, or photos added later
+    (tmp_path / "empty").mkdir()
+    result = runner.invoke(cli, ["serve", "--quiet", "--port", "8123", "--images", str(tmp_path / "empty")])
+    assert result.exit_code == 0, result.output
+    assert "holds no photos this service reads" in " ".join(result.output.split()) and served == [1, 1]
