@@ -83,6 +83,26 @@ def test_average_of_two_students_by_hand(tmp_path: Path) -> None:
     assert f"## Averaged student `{first}`" in card and "- 800 steps" in card and "CC BY-NC 4.0" in card
 
 
+def test_an_average_of_an_average_names_every_run_in_it(tmp_path: Path) -> None:
+    first, second = two_students(tmp_path)
+    average_students([first, second], tmp_path / "mean")
+    later = make_student(
+        tmp_path / "c",
+        {"layers.11.ffn_in.weight": torch.tensor([5.0, 8.0], dtype=torch.float16)},
+        {"mlp.0.weight": torch.tensor([[1.0, 1.0]])},
+        steps=1200,
+    )
+    average_students([tmp_path / "mean", later], tmp_path / "mean2")
+    parts = delta_parts(tmp_path / "mean2")
+    assert parts.weights["layers.11.ffn_in.weight"].tolist() == [3.5, 6.0]  # ((1 + 3) / 2 + 5) / 2, (4 + 8) / 2
+    config = json.loads((tmp_path / "mean2" / CONFIG_NAME).read_text(encoding="utf-8"))
+    outer = config["student"]["averaged"]
+    assert [each["folder"] for each in outer] == [str(tmp_path / "mean"), str(later)]
+    assert [each["folder"] for each in outer[0]["averaged"]] == [str(first), str(second)]
+    assert [each["recipe"]["steps"] for each in outer[0]["averaged"]] == [1300, 800]
+    assert "averaged" not in outer[1]  # a single run names no inner students
+
+
 def test_mean_tensors_refuses_a_head_tensor_one_student_lacks() -> None:
     states = [{"w": torch.ones(2)}, {"w": torch.ones(2), "b": torch.ones(1)}]
     assert mean_tensors(states, missing_is_zero=True)["b"].tolist() == [0.5]

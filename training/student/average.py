@@ -52,7 +52,8 @@ def mean_tensors(states: Sequence[dict[str, torch.Tensor]], missing_is_zero: boo
 
 def averaged_config(configs: Sequence[dict[str, Any]], folders: Sequence[Path]) -> dict[str, Any]:
     """The last student's config.json (its recipe describes the latest run), naming every averaged folder with the
-    recipe each was trained with; the training history of a single run does not describe the average."""
+    recipe each was trained with (and, for an average, what it averaged); the training history of a single run does
+    not describe the average."""
     for key in HEAD_KEYS:
         if any(config.get(key) != configs[0].get(key) for config in configs):
             raise AverageError(f"the students differ in {key!r}: their heads cannot be averaged")
@@ -62,10 +63,18 @@ def averaged_config(configs: Sequence[dict[str, Any]], folders: Sequence[Path]) 
     config = copy.deepcopy(configs[-1])
     config.pop("training", None)
     config["student"]["averaged"] = [
-        {"folder": str(folder), "recipe": each["student"].get("recipe", {})}
-        for folder, each in zip(folders, configs, strict=True)
+        averaged_entry(folder, each) for folder, each in zip(folders, configs, strict=True)
     ]
     return config
+
+
+def averaged_entry(folder: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """One averaged student: its folder and recipe, and where it is itself an average, the students it averaged
+    (so the mean of an average and a later round still names every run whose weights are in it)."""
+    entry: dict[str, Any] = {"folder": str(folder), "recipe": config["student"].get("recipe", {})}
+    if "averaged" in config["student"]:
+        entry["averaged"] = config["student"]["averaged"]
+    return entry
 
 
 def averaged_card(folders: Sequence[Path]) -> str:

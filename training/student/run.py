@@ -152,7 +152,9 @@ def run_student(
         data.data, data.extra_photo_captions, image_encoder, space, cache_dir, holdout=data.holdout, seed=recipe.seed
     )
     parallel = translations(data.text_corpus, data.extra_translations)
-    targets = teacher_vectors(teacher, parallel.sources, cache_dir, name=f"teacher:{teacher.encoder.name}")
+    # Keyed by the teacher's fingerprint, not its encoder's name: every student shares one encoder name, so a
+    # student as the teacher (``--teacher var/students/NAME``) must not reuse another teacher's cached targets.
+    targets = teacher_vectors(teacher, parallel.sources, cache_dir, name=f"teacher:{teacher.fingerprint}")
     if not image_encoder.loaded:
         image_encoder.load()
     lemmas = class_lemmas() if recipe.name_texts == "lemmas" else None  # read once: English texts and translations
