@@ -185,8 +185,8 @@ def test_the_model_card_names_the_distill_and_word_teachers(tmp_path) -> None:
     teacher = tmp_path / "w12a13"
     teacher.mkdir()
     recipe = {"layers": 12, "frozen_layers": 6, "steps": 1300, "init": "var/students/w12r12"}
-    (teacher / "config.json").write_text(json.dumps({"student": {"layers": 12, "recipe": recipe}}))
-    (teacher / "trunk-delta.safetensors").write_bytes(b"")  # a student folder: it has a trunk delta
+    config = {"kind": "e5-student", "student": {"layers": 12, "recipe": recipe}}  # a student folder's config
+    (teacher / "config.json").write_text(json.dumps(config))
     word_teacher = tmp_path / "d4"
     word_teacher.mkdir()
     card = model_card(StudentRecipe(teacher=str(teacher), word_teacher=str(word_teacher)), [])

@@ -42,7 +42,7 @@ from indexer.atomic import atomic_open, atomic_write_bytes, atomic_write_json
 from indexer.encoders.e5 import QUERY_PREFIX, E5Tokenizer, E5Weights, pad_batch
 from indexer.export.e5 import E5Encoder
 from indexer.image_space import ImageSpace
-from indexer.student.model import new_trunk, save_trunk_delta, student_config
+from indexer.student.model import is_student_folder, new_trunk, save_trunk_delta, student_config
 from indexer.tower import TextTower
 from training.losses.concept import concept_loss
 from training.losses.distill import distill_loss
@@ -559,7 +559,7 @@ def teacher_text(teacher: str | None) -> str:
     """The distill term's teacher as the model card names it: the research tower, or a student (its English)."""
     if teacher is None:
         return "the research tower `indexer/assets/tower` (mUSE, Apache 2.0; e5-small, MIT)"
-    if not (Path(teacher) / "trunk-delta.safetensors").is_file():
+    if not is_student_folder(Path(teacher)):
         return f"the tower `{teacher}`"
     return f"the English route of the student {lineage(Path(teacher))} (its own model card names its data and teachers)"
 
