@@ -9,7 +9,7 @@ settings helper, never at import time, never inside a router.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -94,6 +94,11 @@ class ServiceSection(BaseSettings):
     )
     allow_local_paths: bool = Field(
         default=True, description="Admin POST /images may index a path on the server's disk."
+    )
+    search_cutoff: Literal["auto", "off"] = Field(
+        default="auto",
+        description="The relevance cut-off of a text search that does not give `cutoff`: 'auto', the photos that "
+        "stand out (benchmarks/relevance_default.md), or 'off', every result.",
     )
 
 

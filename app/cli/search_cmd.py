@@ -18,8 +18,8 @@ from rich.table import Table
 
 from app.cli.common import fail, out
 from app.cli.settings_cli import read_settings
+from indexer.relevance import DEFAULT_Z, cutoff_count
 from indexer.relevance import POOL as CUTOFF_POOL
-from indexer.relevance import cutoff_count
 from indexer.search_filters import FilterError, PhotoFilter
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def register(cli: typer.Typer) -> None:
             help="Stop where results stop standing out from the query's score distribution. Default: on with "
             "--sort date (a date order of every photo would bury the matches), off with --sort score.",
         ),
-        cutoff_z: float = typer.Option(1.5, "--cutoff-z", min=0.0, max=10.0, help="--cutoff: z-score to reach."),
+        cutoff_z: float = typer.Option(DEFAULT_Z, "--cutoff-z", min=0.0, max=10.0, help="--cutoff: z-score to reach."),
     ) -> None:
         """Images of the index that best match QUERY (or --image), best first: rank, score, id and path.
         Filters (dates, folder, place) restrict the search itself: K results come back when K pass them."""
