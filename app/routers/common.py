@@ -7,10 +7,11 @@ from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 import numpy as np
-from fastapi import Form, HTTPException, Path, UploadFile, status
+from fastapi import Depends, Form, Header, HTTPException, Path, Query, Response, UploadFile, status
 from PIL import Image
 from pydantic import BeforeValidator
 
+from app.accept_language import accepted_languages
 from app.engine import Engine
 from app.schemas.images import ImageInfo, ImageMetadata
 from indexer.images import ImageDecodeError, decode_image
@@ -55,13 +56,53 @@ def thumbnail_url(image_id: int) -> str:
     return THUMBNAIL_URL.format(id=image_id)
 
 
-def image_info(record: ImageRecord) -> ImageInfo:
+def image_info(engine: Engine, record: ImageRecord, language: str = "en") -> ImageInfo:
     return ImageInfo(
         id=record.id,
         image_url=image_url(record.id),
         thumbnail_url=thumbnail_url(record.id),
-        metadata=ImageMetadata.from_record(record),
+        metadata=ImageMetadata.from_record(record, engine.records.folders.shown).in_language(language),
     )
+
+
+# ------------------------------------------------------------------ the reader's language (issue 59)
+_LANGUAGE = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
+AcceptLanguage = Annotated[
+    str | None,
+    Header(
+        alias="Accept-Language",
+        max_length=1000,
+        description="The reader's languages: the first one shows place lines (`metadata.place`) in it.",
+    ),
+]
+
+
+def reader_language(response: Response, accept_language: AcceptLanguage = None) -> str:
+    """The language answers are shown in: the Accept-Language header's first language, else English (the answer
+    varies with the header: caches must key on it)."""
+    response.headers["Vary"] = "Accept-Language"
+    return next(iter(accepted_languages(accept_language)), "en")
+
+
+ReaderLanguage = Annotated[str, Depends(reader_language)]
+
+
+def info_language(
+    response: Response,
+    accept_language: AcceptLanguage = None,
+    lang: Annotated[
+        str | None,
+        Query(
+            max_length=35,
+            pattern=_LANGUAGE,
+            description="Show the place line in this language (BCP 47: fr, pt-BR, zh-TW). Absent: Accept-Language.",
+        ),
+    ] = None,
+) -> str:
+    return lang if lang is not None else reader_language(response, accept_language)
+
+
+InfoLanguage = Annotated[str, Depends(info_language)]
 
 
 async def read_upload(upload: UploadFile, limit: int) -> bytes:

@@ -21,7 +21,15 @@ from fastapi.responses import FileResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from app.engine import Engine, EngineDep
-from app.routers.common import ImageId, decode_or_422, image_info, read_upload, record_or_404
+from app.routers.common import (
+    ImageId,
+    InfoLanguage,
+    ReaderLanguage,
+    decode_or_422,
+    image_info,
+    read_upload,
+    record_or_404,
+)
 from app.schemas.images import ImageAdded, ImageDeleted, ImageInfo
 from app.served_files import IMAGE_HEADERS, ServedFileError, allowed_path, verified_bytes, verified_image
 from app.service_settings import ServiceSettings
@@ -126,9 +134,10 @@ async def list_images(
     engine: EngineDep,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    language: ReaderLanguage = "en",
 ) -> list[ImageInfo]:
     records = await engine.run_database(engine.images.list, offset, limit)
-    return [image_info(record) for record in records]
+    return [image_info(engine, record, language) for record in records]
 
 
 _FILE_ROUTE = {
@@ -182,8 +191,8 @@ async def get_preview(engine: EngineDep, image_id: ImageId) -> FileResponse:
 
 
 @router.get("/images/{image_id}/info", response_model=ImageInfo, summary="Stored metadata of an image")
-async def get_info(engine: EngineDep, image_id: ImageId) -> ImageInfo:
-    return image_info(await record_or_404(engine, image_id))
+async def get_info(engine: EngineDep, image_id: ImageId, language: InfoLanguage = "en") -> ImageInfo:
+    return image_info(engine, await record_or_404(engine, image_id), language)
 
 
 def _metadata(title: str | None, caption: str | None, tags: str | None) -> dict[str, object]:
@@ -269,7 +278,7 @@ async def add_image(
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     if not created:
         response.status_code = status.HTTP_200_OK
-    info = image_info(record)
+    info = image_info(engine, record)
     return ImageAdded(**info.model_dump(), created=created)
 
 

@@ -28,7 +28,15 @@ from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, 
 
 from app.engine import Engine, EngineDep
 from app.language_names import language_names
-from app.routers.common import IMAGE_URL, PREVIEW_URL, THUMBNAIL_URL, FormImageId, record_or_404, upload_vector
+from app.routers.common import (
+    IMAGE_URL,
+    PREVIEW_URL,
+    THUMBNAIL_URL,
+    FormImageId,
+    ReaderLanguage,
+    record_or_404,
+    upload_vector,
+)
 from app.schemas.search import SCORE_DOC, LanguageInfo, LanguagesResponse, SearchResponse, SearchResult
 from app.stacking import current_stacks, stack_info
 from indexer.duplicate_stacks import Stacks
@@ -232,6 +240,7 @@ def _finisher(
     exclude: int | None = None,
     cutoff: float | None = None,
     stacks: Stacks | None = None,
+    language: str = "en",
 ) -> Callable[[list[Hit]], Page]:
     def finish(ranked: list[Hit]) -> tuple[list[SearchResult], int | None, int]:
         if cutoff is not None:  # measured on the query's own candidates, the query image left out
@@ -244,7 +253,7 @@ def _finisher(
         if stacks is not None:  # each stack once, where its first member is in this order
             ranked = [h for h in ranked if h.id != exclude]
             ranked = [ranked[p] for p in stacks.first_of_each([h.id for h in ranked])]
-        return _page(engine, ranked, k, offset, floor, exclude, stacks)
+        return _page(engine, ranked, k, offset, floor, exclude, stacks, language)
 
     return finish
 
@@ -257,6 +266,7 @@ def _page(
     min_score: float | None,
     exclude: int | None = None,
     stacks: Stacks | None = None,
+    language: str = "en",
 ) -> tuple[list[SearchResult], int | None, int]:
     """One page (``ranked`` = the best offset+k hits, or one more when ``exclude`` is set) with metadata."""
     hits = [h for h in ranked if h.id != exclude][offset : offset + k]
@@ -265,7 +275,7 @@ def _page(
         kept = [h for h in hits if h.score >= min_score]
         more = more and len(kept) == len(hits)
         hits = kept
-    metadata = engine.metadata([h.id for h in hits])
+    metadata = engine.metadata([h.id for h in hits], language)
     results = [
         SearchResult(
             id=h.id,
@@ -314,6 +324,7 @@ async def search_text(
     cutoff: CutoffParam = None,
     cutoff_z: CutoffZParam = DEFAULT_Z,
     stack: StackSearchParam = False,
+    language_shown: ReaderLanguage = "en",
 ) -> SearchResponse:
     check_page(engine, k, offset)
     z = _cutoff(cutoff, cutoff_z, sort, by_default=engine.settings.service.search_cutoff == "auto")
@@ -326,7 +337,7 @@ async def search_text(
     # to the thread pool cost more than the detection; queries are at most max_query_chars long).
     language = _language(engine, query, lang)
     stacks = await _stacks(engine, stack)
-    finish = _finisher(engine, k, offset, min_score, sort, cutoff=z, stacks=stacks)
+    finish = _finisher(engine, k, offset, min_score, sort, cutoff=z, stacks=stacks, language=language_shown)
     depth = _depth(engine, k, offset, sort, z) + _stack_depth(stacks)
     matching = None
     if where is not None:
@@ -382,6 +393,7 @@ async def search_image(
     cutoff: CutoffParam = None,
     cutoff_z: CutoffZParam = DEFAULT_Z,
     stack: StackSearchParam = False,
+    language_shown: ReaderLanguage = "en",
 ) -> SearchResponse:
     z = _cutoff(cutoff, cutoff_z, sort)
     if (file is None) == (image_id is None):
@@ -399,7 +411,7 @@ async def search_image(
         _, vector = await upload_vector(engine, file)
     stacks = await _stacks(engine, stack)
     depth = _depth(engine, k, offset, sort, z) + (1 if image_id is not None else 0) + _stack_depth(stacks)
-    finish = _finisher(engine, k, offset, min_score, sort, image_id, z, stacks)
+    finish = _finisher(engine, k, offset, min_score, sort, image_id, z, stacks, language_shown)
 
     def search() -> tuple[tuple[list[SearchResult], int | None, int], int | None]:
         allowed = engine.images.store.filtered_ids(where) if where is not None else None
