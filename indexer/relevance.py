@@ -25,15 +25,16 @@ POOL = 100  # candidates whose scores describe the query's distribution
 SKIP = 2  # the best candidates left out of that description
 DEFAULT_Z = 1.6
 MIN_KEEP = 1  # the best match is always shown: an empty page says less than a weak first hit
+MIN_POOL = 5  # fewer candidates (a library of a handful of photos) describe no distribution: all are kept
 
 
 def cutoff_count(scores: Sequence[float], z_min: float = DEFAULT_Z, min_keep: int = MIN_KEEP, skip: int = SKIP) -> int:
     """How many of ``scores`` (best first, at least the ``POOL`` best when the collection has them) to keep."""
     values = np.asarray(scores, dtype=np.float64)
-    if len(values) <= min_keep:
+    if len(values) <= min_keep or len(values) < MIN_POOL:
         return len(values)
     pool = values[:POOL]
-    background = pool[skip:] if len(pool) - skip >= 2 else pool  # a tiny collection: all of it
+    background = pool[skip:] if len(pool) - skip >= 2 else pool
     spread = background.std()
     if spread <= 1e-9:
         return len(values)

@@ -69,7 +69,8 @@ def test_the_setting_makes_every_result_the_default(
 
 
 def test_cutoff_keeps_the_best_and_reads_the_background_without_the_best() -> None:
-    assert cutoff_count([0.9]) == 1 and cutoff_count([0.5, 0.5, 0.5]) == 3  # nothing to tell apart: all
+    assert cutoff_count([0.9]) == 1 and cutoff_count([0.5] * 8) == 8  # nothing to tell apart: all
+    assert cutoff_count([0.9, 0.1, 0.1, 0.1]) == 4  # a handful of photos: no distribution to stand out from
     background = [0.10 + 0.001 * (i % 7) for i in range(98)]
     # Two strong matches: left out of the background, both stand out.
     assert cutoff_count([0.60, 0.58, *background]) == 2
