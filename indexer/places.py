@@ -238,8 +238,11 @@ def country_names() -> dict[str, str]:
 def _territories(language: str) -> dict[str, str]:
     """CLDR's country names in ``language`` (``fr``, ``pt-BR``, ``zh-TW``; its base language when CLDR lacks the
     variant; empty for a language CLDR does not know)."""
-    from babel import Locale, UnknownLocaleError
-
+    try:
+        from babel import Locale, UnknownLocaleError
+    except ImportError:  # a broken install: places keep their English names (pyproject requires babel)
+        log.warning("babel is not installed: country names only in English")
+        return {}
     code = language.strip().replace("-", "_")
     for candidate in dict.fromkeys((code, code.split("_")[0])):
         try:
@@ -247,6 +250,11 @@ def _territories(language: str) -> dict[str, str]:
         except (UnknownLocaleError, ValueError, TypeError):
             continue
     return {}
+
+
+def names_places(language: str) -> bool:
+    """Whether CLDR has country names in ``language`` (or its base language)."""
+    return bool(_territories(language))
 
 
 @functools.lru_cache(maxsize=1)
@@ -283,8 +291,11 @@ def place_line(place: Place, language: str = "en") -> str | None:
 
 def _country_other_names() -> Iterable[tuple[str, list[str]]]:
     """``(the gazetteer's country name, its names in every language CLDR has)`` (~0.7 s)."""
-    from babel import Locale, localedata
-
+    try:
+        from babel import Locale, localedata
+    except ImportError:
+        log.warning("babel is not installed: country names only in English")
+        return []
     codes = country_names()
     names: dict[str, set[str]] = {code: set() for code in codes}
     for identifier in localedata.locale_identifiers():

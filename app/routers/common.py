@@ -15,6 +15,7 @@ from app.accept_language import accepted_languages
 from app.engine import Engine
 from app.schemas.images import ImageInfo, ImageMetadata
 from indexer.images import ImageDecodeError, decode_image
+from indexer.places import names_places
 from indexer.store.metadata import ImageRecord
 
 T = TypeVar("T")
@@ -71,17 +72,17 @@ AcceptLanguage = Annotated[
     str | None,
     Header(
         alias="Accept-Language",
-        max_length=1000,
-        description="The reader's languages: the first one shows place lines (`metadata.place`) in it.",
+        description="The reader's languages: place lines (`metadata.place`) are shown in the best of them that the "
+        "Unicode CLDR has names in, else English.",
     ),
 ]
 
 
 def reader_language(response: Response, accept_language: AcceptLanguage = None) -> str:
-    """The language answers are shown in: the Accept-Language header's first language, else English (the answer
-    varies with the header: caches must key on it)."""
+    """The language answers are shown in: the Accept-Language header's best language that CLDR names places in,
+    else English (the answer varies with the header: caches must key on it)."""
     response.headers["Vary"] = "Accept-Language"
-    return next(iter(accepted_languages(accept_language)), "en")
+    return next((code for code in accepted_languages(accept_language) if names_places(code)), "en")
 
 
 ReaderLanguage = Annotated[str, Depends(reader_language)]

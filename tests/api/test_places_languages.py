@@ -97,6 +97,8 @@ def test_the_place_line_is_in_the_readers_language_without_repeats(client: TestC
     assert place(berlin, lang="pt-BR") == "Berlin, Alemanha"
     assert place(berlin, header="fr-CH, fr;q=0.9, en;q=0.5") == "Berlin, Allemagne"
     assert place(berlin, header="de", lang="ja") == "Berlin, ドイツ"  # lang wins over the header
+    assert place(berlin, header="tlh, de;q=0.8") == "Berlin, Deutschland"  # the best language CLDR knows
+    assert place(berlin, header="x" * 3000) == "Berlin, Germany"  # a header is never a reason to refuse
     assert place(berlin, lang="tlh") == "Berlin, Germany"  # a language CLDR does not know: English
     assert place(berlin) == "Berlin, Germany"
     bad = client.get(f"/v1/images/{berlin}/info", params={"lang": "<script>"})
