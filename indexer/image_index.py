@@ -255,6 +255,11 @@ class ImageIndex:
 
     def add_image_bytes(self, data: bytes, filename: str, metadata: dict | None = None) -> ImageRecord:
         """Index an uploaded image, stored under ``uploads/`` (the same bytes twice make one record)."""
+        return self._ingest.add_upload(data, filename, metadata)[0]
+
+    def add_upload(self, data: bytes, filename: str, metadata: dict | None = None) -> tuple[ImageRecord, bool]:
+        """:meth:`add_image_bytes`, and whether this call created the record (False: the bytes were indexed
+        already, whether by an earlier upload or by one running at the same time)."""
         return self._ingest.add_upload(data, filename, metadata)
 
     def remove(self, ids: Sequence[int]) -> int:

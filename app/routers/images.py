@@ -27,6 +27,7 @@ from app.served_files import IMAGE_HEADERS, ServedFileError, allowed_path, verif
 from app.service_settings import ServiceSettings
 from indexer.atomic import atomic_write_bytes
 from indexer.images import ImageDecodeError, content_hash, decode_image
+from indexer.metadata_limits import metadata_problem
 from indexer.store.locks import IndexBusyError
 from indexer.store.metadata import ImageRecord
 from indexer.store.uploads import lost_upload
@@ -187,6 +188,7 @@ async def get_info(engine: EngineDep, image_id: ImageId) -> ImageInfo:
 
 
 def _metadata(title: str | None, caption: str | None, tags: str | None) -> dict[str, object]:
+    """The upload's metadata, refused (422) over the bounds every answer holding the photo declares."""
     meta: dict[str, object] = {}
     if title:
         meta["title"] = title
@@ -194,6 +196,9 @@ def _metadata(title: str | None, caption: str | None, tags: str | None) -> dict[
         meta["caption"] = caption
     if tags:
         meta["tags"] = [t.strip() for t in tags.replace(";", ",").split(",") if t.strip()]
+    problem = metadata_problem(meta)
+    if problem is not None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"metadata refused: {problem}")
     return meta
 
 
@@ -230,10 +235,11 @@ def _add_bytes(engine: Engine, data: bytes, filename: str, meta: dict[str, objec
     with engine.pixels.reserved(data):
         decode_or_422(data, engine.settings.index.max_image_pixels)  # a clear 422 before anything is written
         try:
-            record = engine.images.add_image_bytes(data, filename, meta)
+            # Whether this call created it comes from the insert itself, under the write lock: a concurrent upload of
+            # the same bytes that got in first makes this one `created: false` (the check above is only a shortcut).
+            return engine.images.add_upload(data, filename, meta)
         except ImageDecodeError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-    return record, True
 
 
 @router.post(
