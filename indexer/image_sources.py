@@ -127,9 +127,7 @@ def _walk(folder: Path) -> list[Path]:
     return sorted(found)
 
 
-def read_manifest(
-    manifest: Path, refused: list[tuple[str, str]] | None = None
-) -> list[tuple[Path, dict[str, Any]]]:
+def read_manifest(manifest: Path, refused: list[tuple[str, str]] | None = None) -> list[tuple[Path, dict[str, Any]]]:
     """Rows of a CSV or JSONL manifest as (absolute image path, metadata). A row whose metadata is over its bounds
     goes to ``refused`` as ``(image, why)`` (with ``refused`` None: :class:`SourceError`)."""
     try:

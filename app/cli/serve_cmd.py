@@ -236,6 +236,7 @@ def register(cli: typer.Typer) -> None:
         """
         import uvicorn
 
+        from app.http_limits import served_protocol
         from app.main import create_app
         from indexer.asset_paths import shipped_tower_path
 
@@ -296,4 +297,4 @@ def register(cli: typer.Typer) -> None:
         if watch:
             console.print(f"watching {folder} for changes")
         console.print(f"serving on http://{host}:{port}  (API docs: http://{host}:{port}/docs)")
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", http=served_protocol(settings))

@@ -12,6 +12,7 @@ requests never serve half a file.
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Callable
 from pathlib import Path as FsPath
 from typing import Annotated, TypeVar
@@ -20,6 +21,7 @@ from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Reques
 from fastapi.responses import FileResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from app.admin_keys import FailedKeys
 from app.engine import Engine, EngineDep
 from app.routers.common import ImageId, decode_or_422, image_info, read_upload, record_or_404
 from app.schemas.images import ImageAdded, ImageDeleted, ImageInfo
@@ -34,6 +36,7 @@ from indexer.store.uploads import lost_upload
 from indexer.thumbnails import thumbnail_bytes, thumbnail_path
 
 router = APIRouter(tags=["images"])
+log = logging.getLogger("app.images")
 
 _api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The admin key (POLYGLOT_API_KEY).")
 _bearer = HTTPBearer(auto_error=False, description="The admin key as a bearer token (alternative to X-API-Key).")
@@ -44,8 +47,9 @@ async def require_admin(
     key: Annotated[str | None, Security(_api_key_header)] = None,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)] = None,
 ) -> None:
-    """The admin endpoints' check: 401 without a key, 403 with a wrong one, 503 when no key is configured (admin
-    disabled). Reads the app's settings, not the engine: it answers while the models still load."""
+    """The admin endpoints' check: 401 without a key, 403 with a wrong one, 429 after too many wrong ones from the
+    client's address (:mod:`app.admin_keys`), 503 when no key is configured (admin disabled). Reads the app's
+    settings, not the engine: it answers while the models still load."""
     settings: ServiceSettings = request.app.state.settings
     expected = settings.service.api_key
     if expected is None or not expected.get_secret_value():
@@ -59,11 +63,42 @@ async def require_admin(
             "admin endpoint: send the API key in the X-API-Key header",
             headers={"WWW-Authenticate": "Bearer"},
         )
+    failures = _failed_keys(request)
+    client = request.client.host if request.client is not None else "unknown"
+    wait = failures.retry_after(client)
+    if wait is not None:  # before the comparison: a right guess among refused ones must not show
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"too many wrong API keys from this address; retry in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
+    # Constant time: how long the comparison takes says nothing of how much of the key was right.
     if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
+        failures.failed(client)
+        log.warning("wrong admin API key", extra={"client": client, "path": request.url.path})
         raise HTTPException(status.HTTP_403_FORBIDDEN, "wrong API key")
 
 
+def _failed_keys(request: Request) -> FailedKeys:
+    """The app's record of wrong admin keys (made on first use, from the app's settings)."""
+    state = request.app.state
+    failures = getattr(state, "failed_admin_keys", None)
+    if failures is None:
+        service = state.settings.service
+        failures = state.failed_admin_keys = FailedKeys(service.admin_key_tries, service.admin_key_retry_seconds)
+    return failures
+
+
 AdminDep = Annotated[None, Depends(require_admin)]
+
+
+def _busy(exc: IndexBusyError) -> HTTPException:
+    """409 for a write while another process writes the index: the folder it names goes to the log only."""
+    log.info("admin write refused: %s", exc)
+    return HTTPException(
+        status.HTTP_409_CONFLICT, "another process is writing to the index; wait for it to finish and retry"
+    )
+
 
 _Read = TypeVar("_Read")
 
@@ -272,7 +307,7 @@ async def add_image(
             assert path is not None
             record, created = await engine.run(_add_path, engine, path, meta)
     except IndexBusyError as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+        raise _busy(exc) from None
     if not created:
         response.status_code = status.HTTP_200_OK
     info = image_info(record)
@@ -285,7 +320,7 @@ async def delete_image(engine: EngineDep, _admin: AdminDep, image_id: ImageId) -
     try:
         removed = await engine.run(engine.images.remove, [image_id])
     except IndexBusyError as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+        raise _busy(exc) from None
     engine.forget([image_id])  # again: a search racing the removal may have cached it meanwhile
     if not removed:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no image with id {image_id} in the index")

@@ -60,18 +60,19 @@ def test_an_upload_over_the_bounds_is_422_and_nothing_is_stored(client: TestClie
     assert_every_answer_holds_the_index(client)
 
 
+@pytest.mark.usefixtures("cli_env")
 def test_manifest_rows_over_the_bounds_are_left_out_and_the_others_indexed(
-    cli_env: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("POLYGLOT_IMAGE_ENCODER", "fake-grid")  # the name of the fake text side's image encoder
-    photos = write_random_images(cli_env / "photos", 4)
+    photos = write_random_images(tmp_path / "photos", 4)
     rows = [
         {"path": photos[0].name, "tags": [f"t{i}" for i in range(1_500)]},
         {"path": photos[1].name, "caption": "x" * 20_000},
         {"path": photos[2].name, "title": "y" * (MAX_TITLE_CHARS + 1)},
         {"path": photos[3].name, "title": "kept", "caption": "c" * MAX_CAPTION_CHARS, "tags": ["dog"] * MAX_TAGS},
     ]
-    manifest = cli_env / "photos" / "rows.jsonl"
+    manifest = tmp_path / "photos" / "rows.jsonl"
     manifest.write_text("".join(json.dumps(row) + "\n" for row in rows))
     code, output = invoke("add", str(manifest), "--quiet")
     assert code == 0, output
