@@ -20,6 +20,7 @@ from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 HEAD_TOO_LARGE = (
     "request headers too large: at most {limit:,} bytes of request line and headers (POLYGLOT_MAX_HEADER_BYTES)"
@@ -85,81 +86,65 @@ class _HeadGuard:
         return cycle is None or bool(cycle.response_complete)
 
 
-try:
-    import httptools
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-except ImportError:  # pragma: no cover - httptools is installed with uvicorn[standard]
-    httptools = None
-    HttpToolsProtocol = None
+class GuardedHttpToolsProtocol(_HeadGuard, HttpToolsProtocol):
+    """uvicorn's ``httptools`` protocol with the head limits."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._guard_init()
+        self._in_head = True  # until the parser has the head whole; again once the message is complete
+        self._head_exact = 0  # the bytes of the head's URL and headers, as parsed
 
-if HttpToolsProtocol is not None:
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        if self._in_head:
+            self._head_data(len(data))
+        super().data_received(data)  # a callback's _HeadTooLarge comes back through send_400_response (below)
+        if self._refused:
+            return
+        if self._in_head and self._head_bytes > self.max_head_bytes:
+            self._head_too_large()
 
-    class GuardedHttpToolsProtocol(_HeadGuard, HttpToolsProtocol):  # type: ignore[misc, valid-type]
-        """uvicorn's ``httptools`` protocol with the head limits."""
+    def send_400_response(self, msg: str) -> None:
+        if self._head_bytes > self.max_head_bytes:  # raised from a callback below: the head, not the syntax
+            self._head_too_large()
+        else:
+            super().send_400_response(msg)
 
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._guard_init()
-            self._in_head = True  # until the parser has the head whole; again once the message is complete
+    def on_message_begin(self) -> None:
+        self._in_head = True
+        self._head_exact = 0
+        super().on_message_begin()
 
-        def data_received(self, data: bytes) -> None:
-            if self._refused:
-                return
-            if self._in_head:
-                self._head_data(len(data))
-            try:
-                super().data_received(data)
-            except _HeadTooLarge:  # pragma: no cover - httptools wraps callback errors (below)
-                self._head_too_large()
-                return
-            if self._refused:
-                return
-            if self._in_head and self._head_bytes > self.max_head_bytes:
-                self._head_too_large()
+    def on_url(self, url: bytes) -> None:
+        self._count_exact(len(url))
+        super().on_url(url)
 
-        def send_400_response(self, msg: str) -> None:
-            if self._head_bytes > self.max_head_bytes:  # raised from a callback below: the head, not the syntax
-                self._head_too_large()
-            else:
-                super().send_400_response(msg)
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_exact(len(name) + len(value) + 4)
+        super().on_header(name, value)
 
-        def on_message_begin(self) -> None:
-            self._in_head = True
-            self._head_exact = 0
-            super().on_message_begin()
+    def _count_exact(self, size: int) -> None:
+        # The head's own bytes (the chunk that ends it may carry the body too): a head over the limit whose
+        # last part came with its end in one read is refused before any handler runs.
+        self._head_exact += size
+        if self._head_exact > self.max_head_bytes:
+            self._head_bytes = self._head_exact
+            raise _HeadTooLarge
 
-        def on_url(self, url: bytes) -> None:
-            self._count_exact(len(url))
-            super().on_url(url)
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._head_done()
+        super().on_headers_complete()
 
-        def on_header(self, name: bytes, value: bytes) -> None:
-            self._count_exact(len(name) + len(value) + 4)
-            super().on_header(name, value)
+    def on_message_complete(self) -> None:
+        self._in_head = True
+        super().on_message_complete()
 
-        def _count_exact(self, size: int) -> None:
-            # The head's own bytes (the chunk that ends it may carry the body too): a head over the limit whose
-            # last part came with its end in one read is refused before any handler runs.
-            self._head_exact = getattr(self, "_head_exact", 0) + size
-            if self._head_exact > self.max_head_bytes:
-                self._head_bytes = self._head_exact
-                raise _HeadTooLarge
-
-        def on_headers_complete(self) -> None:
-            self._in_head = False
-            self._head_done()
-            super().on_headers_complete()
-
-        def on_message_complete(self) -> None:
-            self._in_head = True
-            super().on_message_complete()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._head_done()
-            super().connection_lost(exc)
-
-else:  # pragma: no cover
-    GuardedHttpToolsProtocol = None  # type: ignore[assignment, misc]
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._head_done()
+        super().connection_lost(exc)
 
 
 class _HeadTooLarge(Exception):
@@ -177,18 +162,19 @@ class GuardedH11Protocol(_HeadGuard, H11Protocol):
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
-        # IDLE: between requests, or a head partly in (a pipelined head, read while an answer is sent, is bounded by
-        # h11's buffer limit once parsed).
-        expecting_head = self.conn.their_state is h11.IDLE
-        if expecting_head:
+        # IDLE: between requests, or a head partly in. A pipelined head, read while an answer is being sent, is
+        # bounded by h11's buffer limit when it is parsed.
+        if self.conn.their_state is h11.IDLE:
             self._head_data(len(data))
+            pending = self.conn.trailing_data[0] + data  # under the limit but for this read
+            end = pending.find(b"\r\n\r\n")
+            if (end == -1 and len(pending) > self.max_head_bytes) or end + 4 > self.max_head_bytes:
+                self._head_too_large()  # h11 bounds only a head still incomplete; this one may be whole
+                return
         cycle = self.cycle
         super().data_received(data)
         if self.cycle is not cycle:  # a request's head was parsed
             self._head_done()
-        head_left = not self._refused and expecting_head and self.conn.their_state is h11.IDLE
-        if head_left and len(self.conn.trailing_data[0]) > self.max_head_bytes:
-            self._head_too_large()
 
     def send_400_response(self, msg: str) -> None:
         if len(self.conn.trailing_data[0]) > self.max_head_bytes:  # h11's "receive buffer too long"
@@ -208,10 +194,8 @@ def served_protocol(settings: Any) -> type[asyncio.Protocol]:
 
 
 def guarded_protocol(max_head_bytes: int, head_timeout: float, http: str = "auto") -> type[asyncio.Protocol]:
-    """The protocol class for ``uvicorn.Config(http=...)``: ``httptools`` when installed (``auto``) else ``h11``,
-    with the head limits."""
-    base: type[_HeadGuard] = GuardedH11Protocol
-    if http != "h11" and GuardedHttpToolsProtocol is not None:
-        base = GuardedHttpToolsProtocol
+    """The protocol class for ``uvicorn.Config(http=...)``: uvicorn's ``httptools`` one (``h11`` on request), with
+    the head limits."""
+    base: type[_HeadGuard] = GuardedH11Protocol if http == "h11" else GuardedHttpToolsProtocol
     limits = {"max_head_bytes": max_head_bytes, "head_timeout": head_timeout}
-    return type(base.__name__, (base,), limits)  # type: ignore[return-value]
+    return type(base.__name__, (base,), limits)
