@@ -80,9 +80,7 @@ def test_a_database_outage_names_no_host_or_port(
         pg_proxy.up()
 
 
-def test_refusals_name_no_server_folder(
-    client: TestClient, service_settings: ServiceSettings, tmp_path: Path
-) -> None:
+def test_refusals_name_no_server_folder(client: TestClient, service_settings: ServiceSettings, tmp_path: Path) -> None:
     outside = tmp_path.parent / "elsewhere.jpg"
     for path in (str(outside), str(tmp_path / "photos"), "/etc/passwd", "../../etc/passwd"):
         answer = client.post("/v1/images", data={"path": path}, headers=ADMIN)
