@@ -86,3 +86,24 @@ def test_manifest_rows_over_the_bounds_are_left_out_and_the_others_indexed(
         listed = client.get("/v1/images").json()
         assert [photo["metadata"]["title"] for photo in listed] == ["kept"]
         assert_every_answer_holds_the_index(client)
+
+
+def test_a_server_path_with_metadata_over_the_bounds_is_422(client: TestClient, photo_paths: list[Path]) -> None:
+    new = write_random_images(photo_paths[0].parent / "more", 1, seed=9)[0]
+    index = client.app.state.engine.images  # type: ignore[attr-defined]
+    before = index.store.count()
+    tags = ",".join(["t"] * (MAX_TAGS + 5))
+    answer = client.post("/v1/images", data={"path": str(new), "tags": tags}, headers=ADMIN)
+    assert answer.status_code == 422 and "1,005 tags" in answer.json()["detail"], answer.text[:300]
+    assert index.store.count() == len(index) == before and not index.store.by_paths([str(new)])
+
+
+def test_rows_over_the_bounds_are_never_written_whoever_adds_them(client: TestClient, tmp_path: Path) -> None:
+    """The index's own check (what the folder watcher, ``serve --images`` and every other caller of ``add_paths``
+    go through): the file is reported failed with the reason, the others are added."""
+    index = client.app.state.engine.images  # type: ignore[attr-defined]
+    before = index.store.count()
+    bad, good = write_random_images(tmp_path / "batch", 2, seed=11)
+    report = index.add_paths([bad, good], {bad: {"tags": ["x"] * 1_500}, good: {"tags": ["x"]}}, progress=False)
+    assert report.added == 1 and report.failed == [(str(bad), "1,500 tags; at most 1,000 are allowed per image")]
+    assert index.store.count() == len(index) == before + 1
