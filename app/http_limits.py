@@ -8,7 +8,8 @@ protocol (uvicorn's ``httptools`` or ``h11`` implementation, subclassed here; ``
 * a head not received whole within ``POLYGLOT_HEADER_TIMEOUT_SECONDS`` of its first byte is answered 408 and the
   connection closed: a head that trickles in a byte at a time held a connection 45 s and more, with no answer.
 
-The request body has its own limits (:mod:`app.middleware`: size, gap and total time).
+The request body has its own limits (:mod:`app.middleware`: size, gap and total time). Run under uvicorn directly,
+the app gets these limits (at their defaults) with ``--http app.http_limits:GuardedHttpToolsProtocol``.
 """
 
 from __future__ import annotations
