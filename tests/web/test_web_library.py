@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from headless_chromium import CHROMIUM, MISSING, launch_chromium
+from required_tools import tool_missing
 from photo_samples import jpeg, write
 
 pytest_plugins = ("api_fixtures",)
@@ -41,8 +42,8 @@ def _launch(sync_api, playwright, viewport):  # type: ignore[no-untyped-def]
 def pages():  # type: ignore[no-untyped-def]
     """A factory of pages at a given viewport (desktop or phone)."""
     if not CHROMIUM.exists():
-        pytest.skip(MISSING)
-    sync_api = pytest.importorskip("playwright.sync_api")
+        tool_missing(MISSING)
+    from playwright import sync_api
     with sync_api.sync_playwright() as playwright:
         browsers = []
 
