@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.images import is_image_path
+from indexer.regular_files import read_regular_text
 
 MANIFEST_SUFFIXES = frozenset({".csv", ".jsonl", ".ndjson"})
 _KNOWN = ("title", "caption", "tags")
@@ -127,7 +128,7 @@ def _walk(folder: Path) -> list[Path]:
 def read_manifest(manifest: Path) -> list[tuple[Path, dict[str, Any]]]:
     """Rows of a CSV or JSONL manifest as (absolute image path, metadata)."""
     try:
-        text = manifest.read_text(encoding="utf-8-sig")
+        text = read_regular_text(manifest, encoding="utf-8-sig")  # a FIFO: refused at once
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"cannot read manifest {manifest}: {exc}") from exc
     rows = _csv_rows(manifest, text) if manifest.suffix.lower() == ".csv" else _jsonl_rows(manifest, text)

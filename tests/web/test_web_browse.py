@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from headless_chromium import CHROMIUM, MISSING, launch_chromium
-from required_tools import tool_missing
 from photo_samples import heic, jpeg, picture, write
+from required_tools import tool_missing
 from test_web_library import assert_fits_the_screen
 
 from app.service_settings import ServiceSettings

@@ -9,8 +9,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from headless_chromium import CHROMIUM, MISSING, launch_chromium
-from required_tools import tool_missing
 from photo_samples import jpeg, write
+from required_tools import tool_missing
 
 pytest_plugins = ("api_fixtures",)
 pytestmark = pytest.mark.browser
