@@ -174,14 +174,16 @@ def check_index_fits(settings: ServiceSettings, tower: Path, *, no_index: bool) 
     ``POLYGLOT_DATABASE_URL``), as for ``index add``, with the folder and the database left untouched
     (:func:`indexer.store.opening.check_metadata`); then the text model trained for another image encoder than
     POLYGLOT_IMAGE_ENCODER, an index built with another image encoder, and, with ``--no-index``, an index in another
-    image space (indexing first rebuilds it: ``index_collection``). Nothing is loaded: the image encoder is built,
-    not loaded; config files and the sidecar (once) are read."""
+    image space (indexing first rebuilds it: ``index_collection``). A metadata database or, with ``--no-index``, a
+    vector file that cannot be read (garbage, cut off) is refused too, naming what to run. Nothing else is loaded:
+    the image encoder is built, not loaded; config files, the sidecar and (``--no-index``) the vectors are read
+    once."""
     import json
 
     from indexer.encoders.factory import UnknownEncoderError, build_image_encoder
     from indexer.store import opening
     from indexer.store.failures import BackendUnavailableError
-    from indexer.store.sidecar import Sidecar, SidecarError
+    from indexer.store.sidecar import DB_NAME, Sidecar, SidecarError
 
     def refuse(message: str) -> NoReturn:
         console.print(f"[red]error:[/] {escape(message)}", highlight=False)
@@ -190,8 +192,10 @@ def check_index_fits(settings: ServiceSettings, tower: Path, *, no_index: bool) 
     folder = settings.resolved_index_dir
     try:
         sidecar = Sidecar.load(folder)
+        if settings.database_url is None:
+            opening.check_sqlite_file(folder, folder / DB_NAME)
         opening.check_metadata(folder, sidecar, settings.database_url, settings.database_timeout_seconds)
-    except (opening.MetadataMissingError, SidecarError, BackendUnavailableError) as exc:
+    except (opening.MetadataMissingError, opening.IndexFileCorruptError, SidecarError, BackendUnavailableError) as exc:
         refuse(str(exc))
     configured = settings.models.image_encoder
     trained_for = json.loads((tower / "config.json").read_text(encoding="utf-8")).get("image_encoder")
@@ -209,6 +213,15 @@ def check_index_fits(settings: ServiceSettings, tower: Path, *, no_index: bool) 
         opening.is_stale(folder, sidecar, opening.default_image_space(settings), rebuild_if_stale=not no_index)
     except opening.IndexMismatchError as exc:
         refuse(f"{exc} (or `polyglot serve` without --no-index, which rebuilds it first)")
+    if no_index and sidecar is not None and settings.vector_index.backend != "milvus":
+        # The vectors the service would load in its start-up, read once here: a damaged file is one line naming
+        # `polyglot index rebuild`, not uvicorn's start-up traceback (without --no-index, indexing opens them).
+        from indexer.store.vector_files import load_vectors
+
+        try:
+            load_vectors(folder, sidecar, settings.vector_index)
+        except opening.IndexFileCorruptError as exc:
+            refuse(str(exc))
 
 
 def register(cli: typer.Typer) -> None:
