@@ -167,6 +167,41 @@ def check_database(settings: ServiceSettings) -> None:
         raise typer.Exit(code=2) from None
 
 
+def check_port(host: str, port: int) -> None:
+    """The address must be free to listen on before anything is indexed or "serving on" printed: uvicorn found it
+    taken only after both, printed its own error and exited 3. A socket is bound the way uvicorn binds its own
+    (``SO_REUSEADDR``: a port whose last connections are still closing is free) and closed at once."""
+    import errno
+    import socket
+
+    def refuse(message: str) -> NoReturn:
+        console.print(f"[red]error:[/] {escape(message)}", highlight=False)
+        raise typer.Exit(code=2)
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        refuse(f"--host {host!r} is not an address or a name this machine can resolve ({exc})")
+    probe = socket.socket(family, kind, proto)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(address)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            refuse(f"port {port} on {host} is already in use (another server listens there): choose another --port")
+        if exc.errno == errno.EACCES:
+            refuse(
+                f"port {port} on {host} needs privileges this user lacks (ports under 1024): choose --port 1024 or more"
+            )
+        if exc.errno == errno.EADDRNOTAVAIL:
+            refuse(f"--host {host} is not an address of this machine: use 127.0.0.1, 0.0.0.0 or one of its addresses")
+        refuse(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    finally:
+        probe.close()
+
+
 def check_index_fits(settings: ServiceSettings, tower: Path, *, no_index: bool) -> None:
     """The configured models and the index must fit together before uvicorn starts: refused in the service's
     start-up (uvicorn's lifespan), each was a traceback and exit 3. One line and exit 2 instead, naming the setting
@@ -261,6 +296,7 @@ def register(cli: typer.Typer) -> None:
                 highlight=False,
             )
             raise typer.Exit(code=2)
+        check_port(host, port)
         check_database(settings)
         check_index_fits(settings, tower, no_index=no_index)
         folder = images or settings.service.images_dir
