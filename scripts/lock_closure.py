@@ -22,14 +22,10 @@ from collections import deque
 from importlib import metadata
 from pathlib import Path
 
-try:
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-    from packaging.version import Version
-except ImportError:  # pip vendors the same library
-    from pip._vendor.packaging.requirements import Requirement  # type: ignore[no-redef]
-    from pip._vendor.packaging.utils import canonicalize_name  # type: ignore[no-redef]
-    from pip._vendor.packaging.version import Version  # type: ignore[no-redef]
+# packaging: installed with the dev extras (pytest needs it), which the environment read here must hold.
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 DEV_EXTRAS = ("dev", "laser", "cluster")
 HEADER = """\
@@ -118,7 +114,7 @@ def main() -> None:
     runtime = [Requirement(line) for line in pyproject["dependencies"]]
     extras = [Requirement(line) for extra in DEV_EXTRAS for line in pyproject["optional-dependencies"][extra]]
     # A platform marker written in pyproject (milvus: Linux x86-64 and macOS only) stays on its pin.
-    markers = {canonicalize_name(r.name): str(r.marker) for r in runtime + extras if r.marker is not None}
+    markers = {str(canonicalize_name(r.name)): str(r.marker) for r in runtime + extras if r.marker is not None}
     installed = _installed()
     out = args.out or args.project
     out.mkdir(parents=True, exist_ok=True)

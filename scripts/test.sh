@@ -25,6 +25,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
     exit 1
   fi
 fi
-.venv/bin/ruff check app indexer training tests benchmarks
+.venv/bin/ruff check app indexer training tests benchmarks scripts
 .venv/bin/mypy
 exec .venv/bin/pytest -q "$@"
