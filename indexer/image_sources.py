@@ -25,6 +25,7 @@ from typing import Any
 
 from indexer.images import is_image_path
 from indexer.metadata_limits import metadata_problem
+from indexer.regular_files import read_regular_text
 
 MANIFEST_SUFFIXES = frozenset({".csv", ".jsonl", ".ndjson"})
 _KNOWN = ("title", "caption", "tags")
@@ -131,7 +132,7 @@ def read_manifest(manifest: Path, refused: list[tuple[str, str]] | None = None) 
     """Rows of a CSV or JSONL manifest as (absolute image path, metadata). A row whose metadata is over its bounds
     goes to ``refused`` as ``(image, why)`` (with ``refused`` None: :class:`SourceError`)."""
     try:
-        text = manifest.read_text(encoding="utf-8-sig")
+        text = read_regular_text(manifest, encoding="utf-8-sig")  # a FIFO: refused at once
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"cannot read manifest {manifest}: {exc}") from exc
     rows = _csv_rows(manifest, text) if manifest.suffix.lower() == ".csv" else _jsonl_rows(manifest, text)
