@@ -154,7 +154,8 @@ def register(cli: typer.Typer) -> None:
         if image is None and not text:
             raise fail("empty query: give some text to look for")
         if image is not None and not image.is_file():
-            raise fail(f"no such image file: {image}")
+            what = "not a regular file (a folder, FIFO, device or socket)" if image.exists() else "no such image file"
+            raise fail(f"{what}: {image}")
         if sort not in ("score", "date"):
             raise fail(f"--sort must be 'score' or 'date', not {sort!r}")
         if cutoff is None:

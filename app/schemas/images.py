@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, WithJsonSchema
 
+from indexer.metadata_limits import MAX_CAPTION_CHARS, MAX_TAGS, MAX_TITLE_CHARS
 from indexer.places import Place, place_line
 from indexer.store.metadata import ImageRecord
 
@@ -29,9 +30,9 @@ class ImageMetadata(BaseModel):
     bytes: int = Field(ge=0, description="File size.")
     sha256: str = Field(min_length=64, max_length=64)
     added_at: datetime
-    title: str | None = Field(default=None, max_length=10_000)
-    caption: str | None = Field(default=None, max_length=10_000)
-    tags: list[str] = Field(default_factory=list, max_length=1_000)
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+    caption: str | None = Field(default=None, max_length=MAX_CAPTION_CHARS)
+    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS)
     extra: dict[str, Any] = Field(default_factory=dict, description="Other metadata from the manifest/upload.")
     # Photo facts read from the file (issue 27; indexer.photo_metadata.PhotoFacts, with the API's bounds and words:
     # tests/collection/test_metadata.py checks that they agree); null where the file does not say.
