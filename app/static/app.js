@@ -20,13 +20,104 @@ const FILTERS = [  // URL parameter, form field, API parameter
   ["sort", "sort", "sort"],
 ];
 
+// ------------------------------------------------------------------ the page's language
+// Every string the page shows comes from a message catalogue, one JSON file per language (static/i18n/<lang>.json):
+// t(key, vars) fills {placeholders}; a message with plural forms ({"one": …, "other": …}) is chosen by
+// Intl.PluralRules on vars.count. The language: the one chosen in the page (remembered), else the browser's first
+// one that has a catalogue, else English. Dates and numbers are written by Intl in that language.
+const UI_LANGUAGES = ["en", "ar", "cs", "de", "es", "fr", "hi", "id", "it", "ja", "ko", "nl", "pl", "pt", "ru", "sv",
+  "th", "tr", "uk", "vi", "zh"];
+const RTL = new Set(["ar", "fa", "ur", "he"]);
+const STORED_LANGUAGE = "polyglot.page-language";
+const i18n = { lang: "en", messages: {}, fallback: {} };
+
+function chooseLanguage() {
+  let stored = null;
+  try { stored = localStorage.getItem(STORED_LANGUAGE); } catch { /* storage off: the browser's language */ }
+  if (stored && UI_LANGUAGES.includes(stored)) return stored;
+  const wanted = [...(navigator.languages || []), navigator.language || "", document.documentElement.lang || ""];
+  for (const tag of wanted) {
+    const code = tag.toLowerCase().split("-")[0];
+    if (UI_LANGUAGES.includes(code)) return code;
+  }
+  return "en";
+}
+
+async function loadCatalogue(code) {
+  const response = await fetch(`/static/i18n/${code}.json`);
+  if (!response.ok) throw new Error(`HTTP ${response.status}`);
+  return response.json();
+}
+
+function t(key, vars = {}) {
+  let message = i18n.messages[key] ?? i18n.fallback[key] ?? key;
+  if (typeof message === "object") {
+    const form = new Intl.PluralRules(i18n.lang).select(Number(vars.count ?? 0));
+    message = message[form] ?? message.other;
+  }
+  return message.replace(/\{(\w+)\}/g, (whole, name) => {
+    const value = vars[name];
+    if (value === undefined || value === null) return whole;
+    return typeof value === "number" ? formatNumber(value) : String(value);
+  });
+}
+
+function formatNumber(value, digits = null) {
+  const options = digits === null ? {} : { minimumFractionDigits: digits, maximumFractionDigits: digits };
+  return new Intl.NumberFormat(i18n.lang, options).format(value);
+}
+
+function languageName(code, inLanguage = i18n.lang) {
+  try {
+    return new Intl.DisplayNames([inLanguage], { type: "language" }).of(code) || code;
+  } catch {
+    return code;
+  }
+}
+
+function translatePage() {
+  document.documentElement.lang = i18n.lang;
+  document.documentElement.dir = RTL.has(i18n.lang) ? "rtl" : "ltr";
+  for (const element of document.querySelectorAll("[data-i18n]")) element.textContent = t(element.dataset.i18n);
+  for (const element of document.querySelectorAll("[data-i18n-placeholder]")) {
+    element.placeholder = t(element.dataset.i18nPlaceholder);
+  }
+  for (const element of document.querySelectorAll("[data-i18n-title]")) element.title = t(element.dataset.i18nTitle);
+  for (const element of document.querySelectorAll("[data-i18n-aria]")) {
+    element.setAttribute("aria-label", t(element.dataset.i18nAria));
+  }
+  for (const option of $("lang").options) {
+    if (option.value) option.textContent = `${languageName(option.value)} (${option.value})`;
+  }
+}
+
+async function setLanguage(code) {
+  const [messages, fallback] = await Promise.all([
+    loadCatalogue(code), code === "en" ? null : loadCatalogue("en").catch(() => ({})),
+  ]);
+  Object.assign(i18n, { lang: code, messages, fallback: fallback || messages });
+  translatePage();
+}
+
+function fillLanguageSelector() {
+  const select = $("ui-lang");
+  select.replaceChildren(...UI_LANGUAGES.map((code) => new Option(languageName(code, code), code)));
+  select.value = i18n.lang;
+  select.addEventListener("change", async () => {
+    try { localStorage.setItem(STORED_LANGUAGE, select.value); } catch { /* not remembered, still applied */ }
+    await setLanguage(select.value);
+    load();  // headings, counts and dates in the new language
+  });
+}
+
 function setStatus(text, isError = false) {
   $("status").textContent = text;
   $("status").classList.toggle("error", isError);
 }
 
+// Every request says the page's language: the server writes place names in it (Accept-Language).
 async function api(path, options = {}) {
-  const response = await fetch(path, options);
+  const response = await fetch(path, { ...options, headers: { "Accept-Language": i18n.lang, ...options.headers } });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) {
     const detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail || body);
@@ -41,7 +132,7 @@ async function loadLanguages() {
   for (const code of info.text_languages || info.caption_languages) {
     const option = document.createElement("option");
     option.value = code;
-    option.textContent = `${info.names[code] || code} (${code})`;
+    option.textContent = `${languageName(code)} (${code})`;
     select.appendChild(option);
   }
   state.captionLanguages = info.caption_languages;
@@ -56,7 +147,7 @@ function filterParams() {
     const value = $(field).value.trim();
     if (value && !(name === "sort" && value === "score")) params.set(name, value);
   }
-  if ($("cutoff").checked) params.set("cutoff", "auto");
+  params.set("cutoff", $("cutoff").checked ? "auto" : "off");
   return params;
 }
 
@@ -81,7 +172,7 @@ function pageUrl(extra = {}) {
     const value = $(field).value.trim();
     if (value && !(key === "sort" && value === "score")) params.set(key, value);
   }
-  if ($("cutoff").checked) params.set("cutoff", "auto");
+  if (!$("cutoff").checked) params.set("cutoff", "off");
   for (const [key, value] of Object.entries(extra)) if (value !== null) params.set(key, value);
   const text = params.toString();
   return text ? `?${text}` : location.pathname;
@@ -90,7 +181,7 @@ function pageUrl(extra = {}) {
 function readUrl() {
   const params = new URLSearchParams(location.search);
   for (const [key, field] of FILTERS) $(field).value = params.get(key) || (key === "sort" ? "score" : "");
-  $("cutoff").checked = params.get("cutoff") === "auto";
+  $("cutoff").checked = params.get("cutoff") !== "off";
   state.month = /^[0-9]{4}-[0-9]{2}$/.test(params.get("month") || "") ? params.get("month") : "";
   if (params.get("q")) {
     Object.assign(state, { mode: "text", query: params.get("q"), lang: params.get("lang") || "", imageId: null });
@@ -104,7 +195,7 @@ function readUrl() {
   }
   // Filters stay folded on a phone (they take a screen), unless one is set: then they show what is applied.
   const anyFilter = FILTERS.some(([key]) => params.get(key) && !(key === "sort" && params.get(key) === "score"));
-  $("filters-box").open = anyFilter || params.get("cutoff") === "auto" || !PHONE.matches;
+  $("filters-box").open = anyFilter || params.get("cutoff") === "off" || !PHONE.matches;
   return params.get("photo");
 }
 
@@ -116,22 +207,27 @@ async function applyUrl() {
 }
 
 // ------------------------------------------------------------------ results
+// Capture times are the camera's local time (no zone): written as UTC, they keep their calendar day and hour.
+function calendarDate(iso) {
+  const [y, m, d] = [Number(iso.slice(0, 4)), Number(iso.slice(5, 7)), Number(iso.slice(8, 10) || 1)];
+  const [hh, mm, ss] = [Number(iso.slice(11, 13) || 0), Number(iso.slice(14, 16) || 0), Number(iso.slice(17, 19) || 0)];
+  return new Date(Date.UTC(y, m - 1, d, hh, mm, ss));
+}
+
+function formatDate(iso, options) {
+  return new Intl.DateTimeFormat(i18n.lang, { ...options, timeZone: "UTC" }).format(calendarDate(iso));
+}
+
 function shortDate(iso) {
-  return iso ? iso.slice(0, 10) : "";
+  return iso ? formatDate(iso.slice(0, 10), { dateStyle: "medium" }) : "";
 }
 
-const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-  "November", "December"];
-const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-
-function monthLabel(key) {  // "2024-07" → "July 2024"
-  return `${MONTHS[Number(key.slice(5, 7)) - 1]} ${key.slice(0, 4)}`;
+function monthLabel(key) {  // "2024-07" → "July 2024", "juillet 2024", "2024年7月"
+  return formatDate(`${key}-01`, { month: "long", year: "numeric" });
 }
 
-function dayLabel(iso) {  // "2024-07-14…" → "Sunday 14 July 2024" (the calendar day, no time zone involved)
-  const [y, m, d] = [Number(iso.slice(0, 4)), Number(iso.slice(5, 7)), Number(iso.slice(8, 10))];
-  const weekday = WEEKDAYS[new Date(Date.UTC(y, m - 1, d)).getUTCDay()];
-  return `${weekday} ${d} ${MONTHS[m - 1]} ${y}`;
+function dayLabel(iso) {  // "2024-07-14…" → "Sunday, July 14, 2024", "dimanche 14 juillet 2024"
+  return formatDate(iso.slice(0, 10), { weekday: "long", day: "numeric", month: "long", year: "numeric" });
 }
 
 // Where a photo goes in a timeline: its month and day headings. Photos without a capture date come after the
@@ -143,10 +239,10 @@ function timelinePlace(photo) {
   }
   if (photo.date_source === "file" && photo.date) {
     const month = `file-${photo.date.slice(0, 7)}`;
-    return { month, monthText: `No capture date · file time ${monthLabel(photo.date.slice(0, 7))}`,
+    return { month, monthText: t("timeline.fileTime", { month: monthLabel(photo.date.slice(0, 7)) }),
              day: month, dayText: "" };
   }
-  return { month: "undated", monthText: "No capture date", day: "undated", dayText: "" };
+  return { month: "undated", monthText: t("timeline.undated"), day: "undated", dayText: "" };
 }
 
 // The grid a card goes into: one grid per day under its month heading (timelines), or a single grid (best match).
@@ -192,20 +288,22 @@ function makeCard(photo, rank, score) {
   open.className = "open";
   const img = document.createElement("img");
   img.src = photo.thumbnail_url;
-  img.alt = photo.metadata ? photo.metadata.title || photo.metadata.filename : `photo ${photo.id}`;
+  img.alt = photo.metadata ? photo.metadata.title || photo.metadata.filename : t("photo", { id: photo.id });
   img.loading = "lazy";
   open.appendChild(img);
   if (rank !== null) {  // a search result: rank, date, score
     const meta = document.createElement("div");
     meta.className = "meta";
     const name = document.createElement("span");
-    name.textContent = `#${rank}`;
-    const date = document.createElement("span");
+    name.textContent = `#${formatNumber(rank)}`;
+    const date = document.createElement("time");
     date.className = "date";
+    if (photo.metadata.taken_at) date.dateTime = photo.metadata.taken_at.slice(0, 10);
     date.textContent = shortDate(photo.metadata.taken_at);
     const shown = document.createElement("span");
     shown.className = "score";
-    shown.textContent = score.toFixed(3);
+    shown.dataset.score = String(score);
+    shown.textContent = formatNumber(score, 3);
     meta.append(name, date, shown);
     open.appendChild(meta);
   }
@@ -220,8 +318,8 @@ function stackBadge(card, photo) {
   const badge = document.createElement("button");
   badge.type = "button";
   badge.className = "stack-badge";
-  badge.textContent = `${photo.stack.count} copies`;
-  badge.title = `${photo.stack.count} near-duplicates of this shot: show them`;
+  badge.textContent = t("stack.copies", { count: photo.stack.count });
+  badge.title = t("stack.title", { count: photo.stack.count });
   badge.setAttribute("aria-expanded", "false");
   badge.addEventListener("click", () => {
     const open = badge.getAttribute("aria-expanded") === "true";
@@ -279,13 +377,16 @@ async function load(append = false) {
   return runSearch(append);
 }
 
-const matching = (d) => (d.matching_images !== null && d.matching_images !== undefined
-  ? ` · ${d.matching_images} match the filters` : "");
+// With filters: "13 of 39 photos match the filters", then what is shown of them.
+const filtered = (d) => d.matching_images !== null && d.matching_images !== undefined;
+const matching = (d) => t("status.filtered", { matching: d.matching_images, count: d.total_images });
+const joined = (...parts) => parts.filter(Boolean).join(" · ");
 
 async function runLibrary(append = false) {
   if (state.loading && append) return;
   state.loading = true;
   $("jump-box").hidden = false;
+  $("show-all").hidden = true;
   try {
     const params = libraryParams();
     params.set("k", String(state.libraryK));
@@ -294,8 +395,11 @@ async function runLibrary(append = false) {
     if (!append) loadMonths(params);
     const data = await api(`/v1/library?${params}`);
     renderResults(data, append);
-    const from = state.month ? ` from ${monthLabel(state.month)}` : "";
-    setStatus(`${shownCount()} of ${data.total_images} photos, newest first${from}${matching(data)}`);
+    const shown = shownCount();
+    if (filtered(data)) setStatus(joined(matching(data), t("status.showing", { count: shown })));
+    else if (state.month) {
+      setStatus(t("status.libraryMonth", { shown, count: data.total_images, month: monthLabel(state.month) }));
+    } else setStatus(t("status.library", { shown, count: data.total_images }));
   } catch (error) {
     setStatus(error.message, true);
   } finally {
@@ -312,7 +416,7 @@ async function loadMonths(params) {
   try {
     const data = await api(`/v1/library/months?${query}`);
     const select = $("jump");
-    select.replaceChildren(new Option("newest", ""));
+    select.replaceChildren(new Option(t("jump.newest"), ""));
     let group = null;
     for (const m of data.months) {
       if (!group || group.label !== String(m.year)) {
@@ -320,7 +424,7 @@ async function loadMonths(params) {
         group.label = String(m.year);
         select.appendChild(group);
       }
-      group.appendChild(new Option(`${monthLabel(m.month_param)} (${m.count})`, m.month_param));
+      group.appendChild(new Option(`${monthLabel(m.month_param)} (${formatNumber(m.count)})`, m.month_param));
     }
     select.value = state.month || "";
   } catch (error) {
@@ -343,20 +447,24 @@ async function runSearch(append = false) {
       if (state.lang) params.set("lang", state.lang);
       data = await api(`/v1/search?${params}`);
       const l = data.language || {};
-      state.detectedLang = l.detected || "";  // the language of the last query: tags are shown in it
-      const detected = l.detected ? ` · detected ${l.detected}${l.supported === false ? " (not supported)" : ""}` : "";
+      // The language of the last query: tags are shown in it. A query too short to tell (one word, 海辺) is taken
+      // to be in the page's language.
+      state.detectedLang = l.detected || l.requested || i18n.lang;
+      const detected = !l.detected ? ""
+        : t(l.supported === false ? "status.unsupported" : "status.detected", { lang: languageName(l.detected) });
       const shown = (append ? shownCount() : 0) + data.results.length;
-      const what = data.sort === "date" ? `${shown} of ${data.total_images} images stand out, newest first`
-        : `${shown} results of ${data.total_images} images`;
-      setStatus(`${what}${detected}${matching(data)}`);
+      const what = t(data.sort === "date" ? "status.standOut" : "status.results", { count: shown, total: data.total_images });
+      setStatus(joined(what, detected, filtered(data) ? matching(data) : ""));
     } else {
       const form = new FormData();
       if (state.file) form.append("file", state.file);
       else form.append("image_id", String(state.imageId));
       data = await api(`/v1/search/image?${params}`, { method: "POST", body: form });
-      setStatus(`${data.results.length + (append ? shownCount() : 0)} visually similar images${matching(data)}`);
+      const count = data.results.length + (append ? shownCount() : 0);
+      setStatus(joined(t("status.similar", { count }), filtered(data) ? matching(data) : ""));
     }
     renderResults(data, append);
+    $("show-all").hidden = !$("cutoff").checked;
   } catch (error) {
     setStatus(error.message, true);
   } finally {
@@ -398,7 +506,7 @@ function fact(list, label, value) {
 
 function describeDate(meta) {
   if (!meta.taken_at) return null;
-  const text = meta.taken_at.replace("T", " ").slice(0, 19);
+  const text = formatDate(meta.taken_at, { dateStyle: "long", timeStyle: "medium" });
   const offset = meta.taken_offset_minutes;
   if (offset === null || offset === undefined) return text;
   const sign = offset < 0 ? "-" : "+";
@@ -418,9 +526,10 @@ async function openPhoto(id, push, hit = null) {
   };
   image.src = `/v1/images/${id}/preview`;
   $("detail-original").href = `/v1/images/${id}`;
-  $("detail-title").textContent = hit && hit.metadata ? hit.metadata.title || hit.metadata.filename : `photo ${id}`;
+  $("detail-title").textContent = hit && hit.metadata ? hit.metadata.title || hit.metadata.filename : t("photo", { id });
   showStack(id, hit && hit.stack);
   for (const list of ["detail-facts", "detail-tags", "detail-captions"]) $(list).replaceChildren();
+  $("detail-captions-box").hidden = true;
   $("detail-similar").onclick = () => {
     dialog.close();
     Object.assign(state, { mode: "image", imageId: id, file: null });
@@ -436,20 +545,21 @@ async function openPhoto(id, push, hit = null) {
 
 async function showFacts(id) {
   try {
-    const info = await api(`/v1/images/${id}/info`);
+    const info = await api(`/v1/images/${id}/info?lang=${encodeURIComponent(i18n.lang)}`);
     const meta = info.metadata;
     $("detail-title").textContent = meta.title || meta.filename;
     const facts = $("detail-facts");
-    fact(facts, "Taken", describeDate(meta));
-    fact(facts, "Camera", [meta.camera_make, meta.camera_model].filter(Boolean).join(" "));
+    fact(facts, t("fact.taken"), describeDate(meta));
+    if (meta.taken_at) facts.lastElementChild.dataset.taken = meta.taken_at;
+    fact(facts, t("fact.camera"), [meta.camera_make, meta.camera_model].filter(Boolean).join(" "));
     if (meta.latitude !== null && meta.longitude !== null) {
       const position = `${meta.latitude.toFixed(5)}, ${meta.longitude.toFixed(5)}`;
       const names = [meta.city, meta.region, meta.country].filter(Boolean).join(", ");
-      fact(facts, "Place", names ? `${names} (${position})` : position);
+      fact(facts, t("fact.place"), names ? `${names} (${position})` : position);
       const nearby = document.createElement("button");
       nearby.id = "detail-nearby";
       nearby.type = "button";
-      nearby.textContent = "photos within 5 km";
+      nearby.textContent = t("detail.nearby", { km: 5 });
       nearby.onclick = () => {  // the place filter, set from this photo's position
         $("near").value = `${meta.latitude.toFixed(5)},${meta.longitude.toFixed(5)},5`;
         $("detail").close();
@@ -457,8 +567,10 @@ async function showFacts(id) {
       };
       facts.lastElementChild.appendChild(nearby);
     }
-    fact(facts, "Folder", meta.folder);
-    fact(facts, "Size", `${meta.width} × ${meta.height} px, ${(meta.bytes / 1e6).toFixed(2)} MB`);
+    // The folder from the library root (the API never gives the server's path); else the file name alone.
+    fact(facts, t("fact.folder"), meta.folder || meta.filename);
+    fact(facts, t("fact.size"), t("fact.sizeValue", {
+      width: meta.width, height: meta.height, mb: formatNumber(meta.bytes / 1e6, 2) }));
   } catch (error) {
     $("detail-facts").textContent = error.message;
   }
@@ -467,7 +579,7 @@ async function showFacts(id) {
 // Tags in the language the user chose, else the one their last query was written in; with neither (or one without
 // a tag vocabulary) the server answers in the browser's language (Accept-Language), else English.
 function tagLanguage() {
-  for (const code of [state.lang, state.detectedLang]) {
+  for (const code of [state.lang, state.detectedLang, i18n.lang]) {
     if (code && (state.tagLanguages || []).includes(code)) return code;
   }
   return null;
@@ -486,9 +598,9 @@ async function showTags(id, lang) {
       item.title = `${tag.source} · ${tag.score.toFixed(3)}`;
       list.appendChild(item);
     }
-    if (!list.children.length) list.textContent = "No tags.";
+    if (!list.children.length) list.textContent = t("tags.none");
   } catch (error) {
-    list.textContent = `No tags in this language (${error.message})`;
+    list.textContent = t("tags.unavailable", { error: error.message });
   }
 }
 
@@ -503,14 +615,15 @@ async function showCaptions(id, wanted) {
         item.textContent = `${wanted ? "" : `[${lang}] `}${caption.text}`;
         const score = document.createElement("span");
         score.className = "score";
-        score.textContent = caption.score.toFixed(3);
+        score.textContent = formatNumber(caption.score, 3);
         item.appendChild(score);
         list.appendChild(item);
       }
     }
-    if (!list.children.length) list.textContent = "No captions indexed.";
+    $("detail-captions-box").hidden = !list.children.length;  // a library without captions: no empty section
   } catch (error) {
     list.textContent = error.message;
+    $("detail-captions-box").hidden = false;
   }
 }
 
@@ -519,18 +632,18 @@ function showStack(id, stack) {
   const box = $("detail-stack");
   box.hidden = !stack;
   if (!stack) return;
-  $("detail-stack-count").textContent = `(${stack.count} copies)`;
+  $("detail-stack-count").textContent = `(${t("stack.copies", { count: stack.count })})`;
   const kept = stack.kept === id;
-  $("detail-stack-state").textContent = kept ? "This is the copy to keep."
-    : stack.kept !== null && stack.kept !== undefined ? `Photo ${stack.kept} is the copy to keep.`
-    : "No copy is marked to keep yet.";
+  $("detail-stack-state").textContent = kept ? t("stack.kept")
+    : stack.kept !== null && stack.kept !== undefined ? t("stack.keptOther", { id: stack.kept })
+    : t("stack.none");
   const button = $("detail-keep");
-  button.textContent = kept ? "Unmark" : "Keep this copy";
+  button.textContent = t(kept ? "detail.unmark" : "detail.keep");
   button.onclick = async () => {
     try {
       const answer = await api(`/v1/duplicates/keep/${id}`, { method: kept ? "DELETE" : "PUT" });
       showStack(id, { ...stack, kept: answer.kept ? id : null });
-      setStatus(answer.kept ? `photo ${id} is the copy to keep` : `photo ${id}: keep mark taken off`);
+      setStatus(t(answer.kept ? "status.kept" : "status.unkept", { id }));
       load();  // the stack's cover may change
     } catch (error) {
       setStatus(error.message, true);
@@ -547,7 +660,7 @@ $("detail").addEventListener("close", () => {
 function searchByFile(file) {
   if (!file) return;
   Object.assign(state, { mode: "image", file, imageId: null });
-  setStatus(`searching images like ${file.name}…`);
+  setStatus(t("status.searchingFile", { name: file.name }));
   runSearch();
 }
 
@@ -569,6 +682,10 @@ $("search-form").addEventListener("submit", (event) => {
 $("lang").addEventListener("change", () => { state.lang = $("lang").value; });
 for (const [, field] of FILTERS) $(field).addEventListener("change", newSearch);
 $("cutoff").addEventListener("change", newSearch);
+$("show-all").addEventListener("click", () => {  // every photo, best first: the cut-off off, one click
+  $("cutoff").checked = false;
+  newSearch();
+});
 $("more").addEventListener("click", () => load(true));
 $("home").addEventListener("click", (event) => {  // the library, with the filters kept
   event.preventDefault();
@@ -594,6 +711,8 @@ drop.addEventListener("drop", (event) => {
 });
 window.addEventListener("popstate", () => applyUrl());
 
-loadLanguages()
-  .then(() => applyUrl())
-  .catch((error) => setStatus(`cannot reach the API: ${error.message}`, true));
+setLanguage(chooseLanguage())
+  .catch(() => setLanguage("en"))
+  .then(() => { fillLanguageSelector(); return loadLanguages(); })
+  .then(() => { translatePage(); return applyUrl(); })
+  .catch((error) => setStatus(t("status.unreachable", { error: error.message }), true));
