@@ -612,7 +612,8 @@ async function showCaptions(id, wanted) {
     for (const [lang, captions] of Object.entries(data.captions)) {
       for (const caption of captions) {
         const item = document.createElement("li");
-        item.textContent = `${wanted ? "" : `[${lang}] `}${caption.text}`;
+        const prefix = wanted ? "" : `[${lang}] `;
+        item.textContent = prefix + caption.text;
         const score = document.createElement("span");
         score.className = "score";
         score.textContent = formatNumber(caption.score, 3);

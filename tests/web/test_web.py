@@ -39,11 +39,15 @@ def test_french_query_shows_results_and_captions(live_server: str, browser_page,
     page.click("button[type=submit]")
     # The page opened on the library (cards without scores); the search replaces them.
     page.wait_for_function("document.getElementById('status').textContent.includes('results of')")
+    # Only the clearly relevant photos by default; "Show all": every photo, best first.
+    assert page.is_checked("#cutoff") and page.is_visible("#show-all")
+    page.click("#show-all")
+    page.wait_for_function("location.search.includes('cutoff=off') && document.querySelectorAll('.card').length === 8")
     cards = page.locator(".card")
     assert cards.count() == 8
-    scores = [float(text) for text in page.locator(".card .score").all_inner_texts()]
+    scores = [float(s) for s in page.eval_on_selector_all(".card .score", "l => l.map(e => e.dataset.score)")]
     assert scores == sorted(scores, reverse=True)
-    assert "8 results of 8 images" in page.inner_text("#status")
+    assert "8 results of 8 photos" in page.inner_text("#status")
     # Thumbnails actually load (the browser decoded them).
     page.wait_for_function("[...document.querySelectorAll('.card img')].every(i => i.complete && i.naturalWidth > 0)")
 
