@@ -19,6 +19,7 @@ def browser_page():
     if not CHROMIUM.exists():
         tool_missing(MISSING)
     from playwright import sync_api
+
     with sync_api.sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         try:

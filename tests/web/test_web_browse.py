@@ -61,6 +61,7 @@ def pages():  # type: ignore[no-untyped-def]
     if not CHROMIUM.exists():
         tool_missing(MISSING)
     from playwright import sync_api
+
     with sync_api.sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         try:
@@ -144,7 +145,9 @@ def test_a_tall_screen_fills_with_results(live_server: str, pages) -> None:  # t
 
 def test_phone_heic_preview_and_favicon(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
     page = pages(390, 844)
-    page.goto(live_server + "/?folder=iphone13")  # a word no temporary path holds: folder= matches the start of any word of a path
+    page.goto(
+        live_server + "/?folder=iphone13"
+    )  # a word no temporary path holds: folder= matches the start of any word of a path
     page.wait_for_selector(".card")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert page.is_visible("#folder")  # a filter is set: the filters show what is applied

@@ -44,6 +44,7 @@ def pages():  # type: ignore[no-untyped-def]
     if not CHROMIUM.exists():
         tool_missing(MISSING)
     from playwright import sync_api
+
     with sync_api.sync_playwright() as playwright:
         browsers = []
 
@@ -84,7 +85,12 @@ def test_url_state_filters_detail_view_and_back_button(live_server: str, pages) 
     page.wait_for_selector("#detail-facts dt")
     facts = page.inner_text("#detail-facts")
     taken = page.get_attribute("#detail-facts dd[data-taken]", "data-taken")
-    assert taken.startswith(dates[0]) and "12:00:00" in facts and "Apple iPhone 15" in facts and "38.72230, -9.13930" in facts
+    assert (
+        taken.startswith(dates[0])
+        and "12:00:00" in facts
+        and "Apple iPhone 15" in facts
+        and "38.72230, -9.13930" in facts
+    )
     assert "Lisbon" in facts and "96 × 72 px" in facts
     page.wait_for_function("document.getElementById('detail-tags').textContent.length > 0")
     assert "photo" in _query(page)
