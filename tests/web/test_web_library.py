@@ -159,7 +159,7 @@ def test_infinite_scroll_loads_the_next_page(live_server: str, pages) -> None:  
 
 def test_phone_layout(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
     page = pages(390, 844)  # an iPhone's CSS viewport
-    page.goto(live_server + "/?q=a+photo&lang=en&cutoff=off")
+    page.goto(live_server + "/?q=a+photo&lang=en")
     page.wait_for_selector(".card")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing wider than the screen
     grid = "document.querySelector('.grid') || document.getElementById('results')"  # before issue 36: #results
