@@ -500,7 +500,9 @@ function fact(list, label, value) {
   const dt = document.createElement("dt");
   dt.textContent = label;
   const dd = document.createElement("dd");
-  dd.textContent = value;
+  const text = document.createElement("bdi");  // a Latin place or folder keeps its own order in a right-to-left page
+  text.textContent = value;
+  dd.appendChild(text);
   list.append(dt, dd);
 }
 
@@ -612,8 +614,10 @@ async function showCaptions(id, wanted) {
     for (const [lang, captions] of Object.entries(data.captions)) {
       for (const caption of captions) {
         const item = document.createElement("li");
-        const prefix = wanted ? "" : `[${lang}] `;
-        item.textContent = prefix + caption.text;
+        const text = document.createElement("bdi");  // each caption in its own direction, its score after it
+        text.textContent = caption.text;
+        if (!wanted) item.append(`[${lang}] `);
+        item.appendChild(text);
         const score = document.createElement("span");
         score.className = "score";
         score.textContent = formatNumber(caption.score, 3);
