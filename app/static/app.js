@@ -556,7 +556,8 @@ async function showFacts(id) {
     fact(facts, t("fact.camera"), [meta.camera_make, meta.camera_model].filter(Boolean).join(" "));
     if (meta.latitude !== null && meta.longitude !== null) {
       const position = `${meta.latitude.toFixed(5)}, ${meta.longitude.toFixed(5)}`;
-      const names = [meta.city, meta.region, meta.country].filter(Boolean).join(", ");
+      // The server's place line: no part repeated, the country in the page's language (?lang=).
+      const names = meta.place || [meta.city, meta.region, meta.country].filter(Boolean).join(", ");
       fact(facts, t("fact.place"), names ? `${names} (${position})` : position);
       const nearby = document.createElement("button");
       nearby.id = "detail-nearby";
