@@ -495,14 +495,20 @@ if ("IntersectionObserver" in window) {
 }
 
 // ------------------------------------------------------------------ detail view
+// A fact's value: one text, or parts ([text, dir]) each isolated in its own direction (bdi) — a Latin folder, a
+// place line that mixes scripts and its coordinates keep their order in a right-to-left page.
 function fact(list, label, value) {
   if (value === null || value === undefined || value === "") return;
   const dt = document.createElement("dt");
   dt.textContent = label;
   const dd = document.createElement("dd");
-  const text = document.createElement("bdi");  // a Latin place or folder keeps its own order in a right-to-left page
-  text.textContent = value;
-  dd.appendChild(text);
+  for (const [index, [text, dir]] of (Array.isArray(value) ? value : [[value, null]]).entries()) {
+    const part = document.createElement("bdi");
+    if (dir) part.dir = dir;
+    part.textContent = text;
+    if (index) dd.append(" ");
+    dd.appendChild(part);
+  }
   list.append(dt, dd);
 }
 
@@ -555,10 +561,10 @@ async function showFacts(id) {
     if (meta.taken_at) facts.lastElementChild.dataset.taken = meta.taken_at;
     fact(facts, t("fact.camera"), [meta.camera_make, meta.camera_model].filter(Boolean).join(" "));
     if (meta.latitude !== null && meta.longitude !== null) {
-      const position = `${meta.latitude.toFixed(5)}, ${meta.longitude.toFixed(5)}`;
+      const position = `(${meta.latitude.toFixed(5)}, ${meta.longitude.toFixed(5)})`;
       // The server's place line: no part repeated, the country in the page's language (?lang=).
       const names = meta.place || [meta.city, meta.region, meta.country].filter(Boolean).join(", ");
-      fact(facts, t("fact.place"), names ? `${names} (${position})` : position);
+      fact(facts, t("fact.place"), names ? [[names, null], [position, "ltr"]] : [[position, "ltr"]]);
       const nearby = document.createElement("button");
       nearby.id = "detail-nearby";
       nearby.type = "button";
