@@ -22,14 +22,16 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Annotated
 
 import anyio.to_thread
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Header
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from app import errors
+from app.accept_language import preferred_language
 from app.engine import Engine, load_engine
 from app.middleware import (
     BodyLimitMiddleware,
@@ -49,6 +51,9 @@ from app.watching import FolderWatcher, start_watcher
 log = logging.getLogger("app")
 
 STATIC_DIR = Path(__file__).parent / "static"
+# The page's languages (a message catalogue each, static/i18n/<lang>.json) and those written right to left.
+PAGE_LANGUAGES = frozenset(path.stem for path in (STATIC_DIR / "i18n").glob("*.json"))
+RIGHT_TO_LEFT = frozenset({"ar", "fa", "he", "ur"})
 ROUTERS: list[APIRouter] = [
     search.router,
     library.router,
@@ -154,8 +159,14 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
     app.openapi = openapi  # type: ignore[method-assign]
 
     @app.get("/", include_in_schema=False)
-    async def page() -> FileResponse:
-        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+    async def page(accept_language: Annotated[str | None, Header()] = None) -> HTMLResponse:
+        # <html lang dir> in the browser's language from the first byte (a right-to-left page never flashes left
+        # to right); the script then loads that language's catalogue, or the one the reader chose in the page.
+        lang = preferred_language(accept_language, PAGE_LANGUAGES)
+        direction = "rtl" if lang in RIGHT_TO_LEFT else "ltr"
+        html = await anyio.Path(STATIC_DIR / "index.html").read_text(encoding="utf-8")
+        html = html.replace('<html lang="en">', f'<html lang="{lang}" dir="{direction}">', 1)
+        return HTMLResponse(html, headers={"Vary": "Accept-Language"})
 
     @app.get("/favicon.ico", include_in_schema=False)
     async def favicon() -> FileResponse:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ("api_fixtures",)
+
 STATIC = Path(__file__).resolve().parents[2] / "app" / "static"
 CATALOGUES = STATIC / "i18n"
 REQUIRED = {"en", "ar", "hi", "ja", "zh", "ko", "ru", "tr", "es", "fr", "de", "pt", "id"}
@@ -138,3 +140,14 @@ def test_every_key_is_used_and_every_used_key_exists() -> None:
     assert called <= set(ENGLISH), called - set(ENGLISH)
     unused = [key for key in ENGLISH if f'"{key}"' not in script and f'"{key}"' not in page]
     assert unused == []
+
+
+def test_the_page_is_served_in_the_browsers_language(client) -> None:  # type: ignore[no-untyped-def]
+    """<html lang dir> from Accept-Language (the best language with a catalogue, a region falling back to its
+    language), before any script runs."""
+    arabic = client.get("/", headers={"Accept-Language": "ar-EG, en;q=0.5"})
+    assert arabic.status_code == 200 and '<html lang="ar" dir="rtl">' in arabic.text
+    assert "accept-language" in arabic.headers["vary"].lower()
+    assert '<html lang="ja" dir="ltr">' in client.get("/", headers={"Accept-Language": "xx, ja-JP;q=0.8"}).text
+    assert '<html lang="en" dir="ltr">' in client.get("/", headers={"Accept-Language": "tlh"}).text
+    assert '<html lang="en" dir="ltr">' in client.get("/").text

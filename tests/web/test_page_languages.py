@@ -73,7 +73,14 @@ def photo_paths(tmp_path: Path) -> list[Path]:
         write(
             tmp_path / "library" / "2024" / "Lisbon",
             f"photo{number:02d}.jpg",
-            jpeg((96, 72), seed=number, taken=NEWEST.replace(day=14 - number), gps=LISBON, make="Apple", model="iPhone 15"),
+            jpeg(
+                (96, 72),
+                seed=number,
+                taken=NEWEST.replace(day=14 - number),
+                gps=LISBON,
+                make="Apple",
+                model="iPhone 15",
+            ),
         )
         for number in range(12)
     ]
