@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from indexer.encoders.base import TextEncoder
-from indexer.encoders.hybrid import HybridTextEncoder
+from training.encoders.hybrid import HybridTextEncoder
 from indexer.feature_cache import FeatureCache, text_key
 
 

@@ -174,7 +174,7 @@ class QuerySettings(BaseSettings):
         description="Language pairs without an alignment: 'sentence' ranks the text encoder's sentence embeddings "
         "(the student's trunk) by cosine, 'tower' the captions' image-space vectors (docs/results.md compares them).",
     )
-    # Cross-lingual consistency (indexer/query/clc.py, docs/results.md "Issue 15"): queries also scored by their
+    # Cross-lingual consistency (training/clc/consistency.py, docs/results.md "Issue 15"): queries also scored by their
     # translations. Off unless asked per request (/search?clc=) or here.
     clc: Literal["off", "average", "classifier"] = Field(
         default="off",

@@ -31,7 +31,7 @@ from safetensors.torch import load_file, save
 from torch import nn
 
 from indexer.atomic import atomic_open, atomic_write_json
-from indexer.bridge import LanguageBridge
+from training.bridge import LanguageBridge
 from indexer.encoders.base import TextEncoder
 from indexer.image_space import ImageSpace
 from indexer.sentence_cache import cached_sentences
@@ -48,7 +48,7 @@ class L2Norm(nn.Module):
 
 class SavedTower(nn.Module):
     """What every tower folder shares: ``config`` (its encoders, image space, model card) and the writing of
-    ``config.json`` + ``model.safetensors``. :class:`TextTower` and :class:`indexer.smalr.SmalrTower` extend it."""
+    ``config.json`` + ``model.safetensors``. :class:`TextTower` and :class:`training.smalr.SmalrTower` extend it."""
 
     config: dict[str, Any]
 

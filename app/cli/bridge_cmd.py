@@ -22,10 +22,10 @@ def register(cli: typer.Typer) -> None:
         ridge: float = typer.Option(0.01, min=0.0, help="Ridge regularisation of the least-squares map."),
     ) -> None:
         """Fill the part of a hybrid embedding whose encoder lacks a language (mUSE: Czech) from the part
-        that has it, by a least-squares map fitted on parallel captions (see indexer/bridge.py)."""
+        that has it, by a least-squares map fitted on parallel captions (see training/bridge.py)."""
         from indexer.asset_paths import research_tower_path
         from indexer.encoders import build_text_encoder
-        from indexer.encoders.hybrid import HybridTextEncoder
+        from training.encoders.hybrid import HybridTextEncoder
         from indexer.tower import TextTower
         from training.data.dataset import load_dataset
         from training.tower.bridge_fit import fit_bridge, untouched_cosine

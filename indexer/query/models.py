@@ -3,7 +3,7 @@
 The service's lifespan, the CLI, the tagger, ``polyglot evaluate`` and the benchmarks all call
 :func:`load_models`: the one text side (POLYGLOT_TOWER_PATH, default the shipped student, :mod:`indexer.student`,
 which reads every language itself; a research tower folder brings its language bridge; a SMALR tower,
-:mod:`indexer.smalr`, carries its own text model), the caption alignments (with the sentence encoder each reads),
+:mod:`training.smalr`, carries its own text model), the caption alignments (with the sentence encoder each reads),
 CLC's query translator and classifier, and the image encoder are wired and checked the same way everywhere.
 """
 
@@ -19,12 +19,12 @@ from indexer.asset_paths import shipped_tower_path
 from indexer.captions.alignment import AlignmentError, CaptionAlignment, shipped_alignments
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.factory import build_image_encoder, build_text_encoder, build_text_side
-from indexer.encoders.hybrid import HybridTextEncoder
+from training.encoders.hybrid import HybridTextEncoder
 from indexer.image_space import ImageSpace
-from indexer.query.clc import ClcClassifier
+from training.clc.consistency import ClcClassifier
 from indexer.settings import Settings, warn_removed_settings
 from indexer.tower import TextEmbedder
-from indexer.translation.base import QueryTranslator
+from training.translation.base import QueryTranslator
 
 T = TypeVar("T")
 
@@ -164,7 +164,7 @@ def load_clc(
 ) -> None:
     """CLC's translator and classifier (POLYGLOT_CLC_*); a classifier must have been trained for the same
     translation languages as configured (its inputs are one score per language)."""
-    from indexer.translation.factory import load_translator
+    from training.translation.factory import load_translator
 
     encoders = [models.text.encoder]
     models.translator = translator or timed(

@@ -17,7 +17,7 @@ module, used by the service, ``polyglot search``, ``polyglot evaluate``, the tag
    small thread-safe LRU: popular queries skip the encoder).
 4. **Its hits** (:meth:`QueryPipeline.search_texts`): one index search per batch. With ``clc`` (per call, or
    POLYGLOT_CLC by default) a query is also translated into POLYGLOT_CLC_LANGUAGES by the configured translator
-   and the scores of all versions are combined (:mod:`indexer.query.clc`: CLC-A average, CLC-C classifier
+   and the scores of all versions are combined (:mod:`training.clc.consistency`: CLC-A average, CLC-C classifier
    re-ranking).
 
 Thread-safe: the service calls it from its search threads, ``polyglot evaluate`` and ``polyglot search``
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 import numpy as np
 from PIL import Image
 
-from indexer.query.clc import ClcError, ClcMode, Versions, rerank
+from training.clc.consistency import ClcError, ClcMode, Versions, rerank
 from indexer.settings import Settings
 
 if TYPE_CHECKING:  # the models import torch; the query text's cleaning and language detection do not need it

@@ -195,7 +195,7 @@ def test_shipped_alignments_load_and_match_their_checksums() -> None:
 
 def test_sentence_space_applies_the_towers_language_bridge(tmp_path: Path) -> None:
     """A bridged language's captions and queries are compared as the tower reads them (bridge applied)."""
-    from indexer.bridge import LanguageBridge
+    from training.bridge import LanguageBridge
     from indexer.tower import TextEmbedder
 
     plain = fake_text_embedder()

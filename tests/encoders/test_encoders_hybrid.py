@@ -10,7 +10,7 @@ import pytest
 from api_fixtures import FakeTextEncoder
 
 from indexer.encoders.factory import create_text_encoder
-from indexer.encoders.hybrid import HybridTextEncoder
+from training.encoders.hybrid import HybridTextEncoder
 from training.data.features import text_embeddings
 
 

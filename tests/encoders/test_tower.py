@@ -112,7 +112,7 @@ def small_tower(text_encoder: str = "muse", input_dim: int = 4) -> TextTower:
 
 
 def test_one_tower_fingerprint_for_weights_encoder_and_bridge() -> None:
-    from indexer.bridge import LanguageBridge
+    from training.bridge import LanguageBridge
     from indexer.tower import tower_fingerprint
 
     def tower(text_encoder: str = "muse") -> TextTower:

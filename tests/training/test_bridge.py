@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from api_fixtures import FakeTextEncoder, fake_text_embedder
 
-from indexer.bridge import LanguageBridge, fit_ridge, part_columns
-from indexer.encoders.hybrid import HybridTextEncoder
+from training.bridge import LanguageBridge, fit_ridge, part_columns
+from training.encoders.hybrid import HybridTextEncoder
 from indexer.tower import TextEmbedder
 from training.data.dataset import Caption, CaptionDataset
 from training.tower.bridge_fit import choose_parts, fit_bridge, parallel_pairs

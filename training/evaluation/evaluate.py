@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from indexer.bridge import LanguageBridge
+from training.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.tower import TextTower
 from training.data.features import text_embeddings

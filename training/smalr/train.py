@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 import indexer.encoders as encoders
 from indexer.settings import Settings
-from indexer.smalr.tower import SmalrTower
+from training.smalr.tower import SmalrTower
 from training.data.prepared import prepare_split
 from training.data.sampler import DistinctImageBatches
 from training.evaluation.retrieval_metrics import language_recalls, recall_sum

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from indexer.bridge import LanguageBridge
+from training.bridge import LanguageBridge
 from indexer.encoders.base import TextEncoder
 from indexer.image_space import ImageSpace
 from indexer.tower import TextTower

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from indexer.bridge import LanguageBridge, remove_bridge
+from training.bridge import LanguageBridge, remove_bridge
 from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.image_space import ImageSpace
 from indexer.settings import Settings

@@ -12,7 +12,7 @@ Each foreign word is glossed by the English candidate with the most translations
 dictionaries (frequent, general words have many: a prior that needs no corpus); an unknown word by the entry
 sharing its stem (inflection: ``vodě`` → ``voda``); otherwise it is kept (names, numbers).
 
-Used by CLC's gloss translator (:mod:`indexer.translation.gloss`, POLYGLOT_CLC_LEXICONS_DIR). Scoring every
+Used by CLC's gloss translator (:mod:`training.translation.gloss`, POLYGLOT_CLC_LEXICONS_DIR). Scoring every
 ``/search`` query with its gloss (docs/results.md, round 5) left the serving path with the student (issue 23).
 """
 

@@ -22,8 +22,8 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from indexer.smalr.gru import gru_last_hidden
-from indexer.smalr.vocab import SmalrVocab
+from training.smalr.gru import gru_last_hidden
+from training.smalr.vocab import SmalrVocab
 from indexer.tower import CONFIG_NAME, WEIGHTS_NAME, SavedTower
 from indexer.unit import unit_rows
 

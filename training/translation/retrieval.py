@@ -22,7 +22,7 @@ import numpy as np
 
 from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.caption_records import CaptionFileError, iter_captions
-from indexer.translation.base import TranslationError
+from training.translation.base import TranslationError
 from indexer.unit import unit_rows
 
 log = logging.getLogger(__name__)

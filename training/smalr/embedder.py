@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from indexer.encoders.base import TextEncoder
-from indexer.smalr.tower import KIND, TEXT_ENCODER, SmalrTower
+from training.smalr.tower import KIND, TEXT_ENCODER, SmalrTower
 from indexer.tower import CONFIG_NAME, TextEmbedder
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 
 from indexer.encoders.base import TextEncoder
-from indexer.encoders.hybrid import HybridTextEncoder
-from indexer.glosses import LexiconTranslator
+from training.encoders.hybrid import HybridTextEncoder
+from training.glosses import LexiconTranslator
 from indexer.sentence_cache import cached_sentences
 from indexer.settings import Settings
-from indexer.translation.base import QueryTranslator, TranslationError
-from indexer.translation.gloss import GlossTranslator
-from indexer.translation.mt import find_mt_translator
-from indexer.translation.retrieval import Embed, RetrievalTranslator
+from training.translation.base import QueryTranslator, TranslationError
+from training.translation.gloss import GlossTranslator
+from training.translation.mt import find_mt_translator
+from training.translation.retrieval import Embed, RetrievalTranslator
 
 TRANSLATORS = ("gloss", "retrieval", "mt")
 

@@ -1,12 +1,12 @@
-"""Dictionary translation: the word-by-word English glosses of :mod:`indexer.glosses` (MUSE lexicons) as a
-:class:`~indexer.translation.base.QueryTranslator`. The dictionaries are English→X, and a gloss is only useful
+"""Dictionary translation: the word-by-word English glosses of :mod:`training.glosses` (MUSE lexicons) as a
+:class:`~training.translation.base.QueryTranslator`. The dictionaries are English→X, and a gloss is only useful
 in the language the towers know best, so the only target is English; other targets answer None."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from indexer.glosses import LexiconTranslator
+from training.glosses import LexiconTranslator
 
 
 class GlossTranslator:

@@ -1,4 +1,4 @@
-"""The interface every query translator implements, for cross-lingual consistency (CLC, :mod:`indexer.query.clc`).
+"""The interface every query translator implements, for cross-lingual consistency (CLC, :mod:`training.clc.consistency`).
 
 SMALR (Burns et al., ECCV 2020, Sec. 3.4) scores a query together with its translations into the other languages
 of the model. A translator answers a batch of texts, each in its own source language, in one target language;
