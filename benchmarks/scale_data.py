@@ -49,7 +49,7 @@ def query_vectors(count: int, cache: Path) -> np.ndarray:
 
     from index_kinds import DATA
 
-    from indexer.asset_paths import research_tower_path
+    from training.asset_paths import research_tower_path
     from indexer.query import load_text_tower
 
     embedder = load_text_tower(Settings(), research_tower_path("tower-muse"))

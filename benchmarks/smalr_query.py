@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-from indexer.asset_paths import research_tower_path
+from training.asset_paths import research_tower_path
 from indexer.caption_records import read_captions
 from indexer.query.models import load_text_tower
 from indexer.settings import Settings

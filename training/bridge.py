@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import load, save
 
+from indexer.asset_paths import BRIDGE_CONFIG
 from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.unit import unit_rows
 
-CONFIG_NAME = "bridge.json"
+CONFIG_NAME = BRIDGE_CONFIG  # what the encoder factory looks for to load a folder's bridge
 WEIGHTS_NAME = "bridge.safetensors"
 
 

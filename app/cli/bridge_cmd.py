@@ -15,7 +15,7 @@ def register(cli: typer.Typer) -> None:
     def bridge(
         data: Path = typer.Option(..., help="Data set folder (captions.jsonl, splits/*.txt)."),
         tower: Path | None = typer.Option(
-            None, help="Tower folder to add the bridge to (default: indexer/assets/tower)."
+            None, help="Tower folder to add the bridge to (default: training/assets/tower)."
         ),
         langs: str = typer.Option("cs", help="Languages to bridge (comma-separated), paired with en captions."),
         split: str = typer.Option("train", help="Split whose parallel captions fit the map."),
@@ -23,7 +23,7 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Fill the part of a hybrid embedding whose encoder lacks a language (mUSE: Czech) from the part
         that has it, by a least-squares map fitted on parallel captions (see training/bridge.py)."""
-        from indexer.asset_paths import research_tower_path
+        from training.asset_paths import research_tower_path
         from indexer.encoders import build_text_encoder
         from training.encoders.hybrid import HybridTextEncoder
         from indexer.tower import TextTower

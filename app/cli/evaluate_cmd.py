@@ -63,7 +63,7 @@ def served_settings(settings: Settings, tower: Path | None, encoders: dict[str, 
 
 
 def check_clc_options(clc: str, translator: str | None) -> None:
-    from training.clc.consistency import CLC_MODES
+    from indexer.query.consistency import CLC_MODES
 
     if clc not in CLC_MODES:
         raise fail(f"unknown --clc {clc!r}; choose one of: {', '.join(CLC_MODES)}")
@@ -116,7 +116,7 @@ def register(cli: typer.Typer) -> None:
         tower: Path | None = typer.Option(
             None,
             help="Evaluate this text side instead of the served one: a student folder or a research tower (e.g. "
-            "indexer/assets/tower, with its language bridge).",
+            "training/assets/tower, with its language bridge).",
         ),
         extra_captions: list[Path] = typer.Option(
             [], help="More caption files of the same schema (repeatable), e.g. ../shared/data/more-langs/*.jsonl."

@@ -29,7 +29,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             [SHARED / "more-langs" / "text-captions.jsonl"],
             help="More translations of --text-corpus's task-1 captions (repeatable).",
         ),
-        teacher: Path | None = typer.Option(None, help="Teacher tower folder (default: indexer/assets/tower)."),
+        teacher: Path | None = typer.Option(None, help="Teacher tower folder (default: training/assets/tower)."),
         lexicons: Path | None = typer.Option(
             SHARED / "lexicons",
             help="MUSE English→X dictionaries (en-XX.tsv): the words term and translated class names. "
@@ -95,7 +95,8 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
         and language-keeping terms; resumable (run it again to go on).
 
         Writes a student folder servable as POLYGLOT_TOWER_PATH."""
-        from indexer.asset_paths import SHIPPED_STUDENT, research_tower_path
+        from indexer.asset_paths import SHIPPED_STUDENT
+        from training.asset_paths import research_tower_path
         from indexer.encoders import build_image_encoder, build_text_encoder
         from indexer.query.models import load_text_tower
         from training.student.run import StudentData, run_student

@@ -30,7 +30,7 @@ def fit_command(
     lr: float = typer.Option(1.0, min=1e-6, help="RCSLS step size."),
 ) -> None:
     """Fit M on the lexicon's word pairs (Procrustes/least squares, then RCSLS); report word-translation P@1."""
-    from indexer.asset_paths import research_tower_path
+    from training.asset_paths import research_tower_path
     from indexer.encoders import build_text_encoder
     from indexer.tower import TextTower
     from training.data.dataset import load_dataset
@@ -72,7 +72,7 @@ def curves_command(
     lang: str = typer.Option(..., help="The language to on-board."),
     translator: Path | None = typer.Option(None, help="A fitted translator folder (T2); without it: FS and T1."),
     tower: Path | None = typer.Option(
-        None, help="The pivot tower (default: POLYGLOT_TOWER_PATH, else indexer/assets/tower)."
+        None, help="The pivot tower (default: POLYGLOT_TOWER_PATH, else training/assets/tower)."
     ),
     source_encoder: str | None = typer.Option(None, help="Encoder of the new language (default: the translator's)."),
     extra_captions: list[Path] = typer.Option([], help="More caption files (e.g. more-langs/f8k-captions.jsonl)."),
@@ -89,7 +89,7 @@ def curves_command(
     import numpy as np
     import torch
 
-    from indexer.asset_paths import research_tower_path
+    from training.asset_paths import research_tower_path
     from indexer.atomic import atomic_write_json
     from indexer.encoders import build_image_encoder, build_text_encoder
     from indexer.tower import TextTower

@@ -175,7 +175,7 @@ def test_captions_search_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def test_shipped_alignments_load_and_match_their_checksums() -> None:
     import hashlib
 
-    from indexer.captions.alignment import shipped_alignments
+    from training.asset_paths import shipped_alignments
 
     folder = Path(__file__).resolve().parents[2] / "indexer" / "assets" / "align"
     listed = {}

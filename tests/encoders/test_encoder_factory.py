@@ -64,7 +64,8 @@ def test_built_encoders_follow_the_settings(settings: Settings) -> None:
 
 
 def test_the_text_side_is_the_configured_folder(settings: Settings) -> None:
-    from indexer.asset_paths import research_tower_path, shipped_tower_path
+    from indexer.asset_paths import shipped_tower_path
+    from training.asset_paths import research_tower_path
 
     if not (shipped_tower_path() / "config.json").exists():
         pytest.skip("no shipped student")

@@ -109,7 +109,7 @@ def test_fit_from_parallel_captions_and_use_it_at_query_time(tmp_path: Path) -> 
 
 
 def test_the_research_tower_carries_a_czech_bridge_from_e5_to_muse() -> None:
-    from indexer.asset_paths import research_tower_path
+    from training.asset_paths import research_tower_path
     from indexer.tower import TextTower
 
     folder = research_tower_path("tower")

@@ -1,14 +1,10 @@
-"""Cross-lingual consistency (SMALR, Burns et al., ECCV 2020, Sec. 3.4): a query is also put into the other
-languages and the image scores of all versions are combined.
+"""CLC-C, cross-lingual consistency's classifier (SMALR, Burns et al., ECCV 2020, Sec. 3.4), at query time.
 
-A query's versions are laid out in slots ``[query, translation into L₁, …, translation into Lₙ]`` (``L`` =
-POLYGLOT_CLC_LANGUAGES). The slot of the query's own language, and any translation the translator could not
-make, is empty. **CLC-A** averages the cosine scores of the present versions; against unit image vectors that is
-the ranking of the mean of the versions' unit vectors, so it is one vector and one index search. **CLC-C**
-combines the scores of all slots with a small MLP (``1+|L|`` inputs, 32 hidden units, ReLU; empty slots take the
-query's own score). It is not linear, so it re-ranks the CLC-A search's best ``POLYGLOT_CLC_CANDIDATES`` images by
-their exact per-version scores. Its weights are a tower-like checkpoint: ``config.json`` + ``model.safetensors``,
-trained by ``polyglot clc fit`` (``training/clc/fit.py``).
+It combines the scores of all of a query's version slots (:class:`indexer.query.consistency.Versions`) with a small
+MLP (``1+|L|`` inputs, 32 hidden units, ReLU; empty slots take the query's own score). It is not linear, so it
+re-ranks the CLC-A search's best ``POLYGLOT_CLC_CANDIDATES`` images by their exact per-version scores. Its weights
+are a tower-like checkpoint: ``config.json`` + ``model.safetensors``, trained by ``polyglot clc fit``
+(``training/clc/fit.py``); the lab registers its loader with the encoder factory (:mod:`training.encoders`).
 """
 
 from __future__ import annotations
@@ -16,37 +12,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
 from indexer.atomic import atomic_write_bytes, atomic_write_json
-from indexer.unit import unit_rows
+from indexer.query.consistency import CLC_MODES, ClcError, ClcMode, Versions
 
-ClcMode = Literal["off", "average", "classifier"]
-CLC_MODES: tuple[str, ...] = ("off", "average", "classifier")
 HIDDEN = 32
 WEIGHTS = "model.safetensors"
-
-
-class ClcError(ValueError):
-    """CLC cannot run as asked (no translator, a classifier for other languages); the message says why."""
-
-
-@dataclass
-class Versions:
-    vectors: np.ndarray  # (n, 1+|L|, D) unit vectors; empty slots are zero
-    present: np.ndarray  # (n, 1+|L|) bool: slot 0 (the query) always True
-
-    def average(self) -> np.ndarray:
-        """CLC-A: the unit mean of each query's present versions (= the mean of their cosine scores, ranked)."""
-        return unit_rows(self.vectors.sum(axis=1)).astype(np.float32)  # empty slots are zero vectors
-
-    def scores(self, candidates: np.ndarray) -> np.ndarray:
-        """(n, C, 1+|L|) cosine scores of every slot against each query's candidate images ``(n, C, D)``; empty
-        slots take the query's own score (the MLP always sees a full row)."""
-        scores = np.einsum("nvd,ncd->ncv", self.vectors, candidates)
-        return np.where(self.present[:, None, :], scores, scores[:, :, :1])
 
 
 @dataclass
@@ -64,6 +37,11 @@ class ClcClassifier:
         """``(..., 1+|L|)`` slot scores → ``(...)`` combined scores."""
         hidden = np.maximum(scores @ self.w1.T + self.b1, 0.0)
         return (hidden @ self.w2.T + self.b2)[..., 0]
+
+    def rerank(
+        self, versions: Versions, candidate_ids: list[list[int]], candidates: np.ndarray
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        return rerank(versions, self, candidate_ids, candidates)
 
     def state(self) -> dict[str, np.ndarray]:
         names = ("hidden.weight", "hidden.bias", "out.weight", "out.bias")
@@ -113,3 +91,6 @@ def rerank(
         ids_out.append([ids[i] for i in order])
         scores_out.append([float(shown[row, i]) for i in order])
     return ids_out, scores_out
+
+
+__all__ = ["CLC_MODES", "HIDDEN", "WEIGHTS", "ClcClassifier", "ClcError", "ClcMode", "Versions", "rerank"]

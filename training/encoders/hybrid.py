@@ -21,13 +21,17 @@ class HybridTextEncoder(TextEncoder):
         super().__init__()
         if len(parts) < 2:
             raise ValueError("a hybrid text encoder needs at least two parts")
-        self.parts = list(parts)
-        self.name = "+".join(part.name for part in self.parts)
+        self._parts = list(parts)
+        self.name = "+".join(part.name for part in self._parts)
         self.dim = sum(part.dim for part in self.parts)
         declared = [part.languages for part in self.parts]
         # A language is covered when any part covers it; "undeclared" (None) anywhere means "accept any code".
         self.languages = None if any(langs is None for langs in declared) else frozenset().union(*declared)  # type: ignore[arg-type]
         self._threads: int | None = None
+
+    @property
+    def parts(self) -> list[TextEncoder]:
+        return self._parts
 
     @property
     def threads(self) -> int | None:
@@ -49,7 +53,6 @@ class HybridTextEncoder(TextEncoder):
     def _predict(self, texts: Sequence[str]) -> np.ndarray:
         return self.combine([part.predict(texts) for part in self.parts])
 
-    @staticmethod
-    def combine(embeddings: Sequence[np.ndarray]) -> np.ndarray:
+    def combine(self, embeddings: Sequence[np.ndarray]) -> np.ndarray:
         """Concatenate the parts' unit vectors into one unit vector (also used on cached part embeddings)."""
         return np.hstack(embeddings).astype(np.float32) / math.sqrt(len(embeddings))

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 
 from indexer.encoders.base import TextEncoder
-from training.encoders.hybrid import HybridTextEncoder
 from training.glosses import LexiconTranslator
 from indexer.sentence_cache import cached_sentences
 from indexer.settings import Settings
@@ -63,7 +62,7 @@ def load_translator(
 
 def find_encoder(loaded: Sequence[TextEncoder], settings: Settings) -> TextEncoder:
     for encoder in loaded:
-        parts = encoder.parts if isinstance(encoder, HybridTextEncoder) else [encoder]
+        parts = list(encoder.parts) or [encoder]
         for part in parts:
             if part.name == settings.query.clc_encoder:
                 return part
