@@ -25,8 +25,8 @@ from typing import Any
 from indexer.caption_records import iter_captions
 from indexer.image_index import ImageIndex
 from indexer.query import QueryCache, QueryPipeline, load_models
-from training.clc.consistency import ClcClassifier
 from indexer.settings import Settings
+from training.clc.consistency import ClcClassifier
 from training.translation.factory import load_translator
 
 ROOT = Path(__file__).resolve().parents[1]

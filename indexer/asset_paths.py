@@ -42,4 +42,3 @@ def shipped_tower_path(text_encoder: str | None = None) -> Path:
     (POLYGLOT_TEXT_ENCODER) when there is one, else the trained student (``indexer/assets/student``,
     :mod:`indexer.student`; docs/student.md)."""
     return ENCODER_TOWERS.get(text_encoder or "", SHIPPED_STUDENT)
-

@@ -195,8 +195,8 @@ def test_shipped_alignments_load_and_match_their_checksums() -> None:
 
 def test_sentence_space_applies_the_towers_language_bridge(tmp_path: Path) -> None:
     """A bridged language's captions and queries are compared as the tower reads them (bridge applied)."""
-    from training.bridge import LanguageBridge
     from indexer.tower import TextEmbedder
+    from training.bridge import LanguageBridge
 
     plain = fake_text_embedder()
     rng = np.random.default_rng(0)

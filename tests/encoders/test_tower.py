@@ -112,8 +112,8 @@ def small_tower(text_encoder: str = "muse", input_dim: int = 4) -> TextTower:
 
 
 def test_one_tower_fingerprint_for_weights_encoder_and_bridge() -> None:
-    from training.bridge import LanguageBridge
     from indexer.tower import tower_fingerprint
+    from training.bridge import LanguageBridge
 
     def tower(text_encoder: str = "muse") -> TextTower:
         return small_tower(text_encoder)

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from indexer.encoders.base import TextEncoder
-from training.smalr.tower import KIND, TEXT_ENCODER, SmalrTower
 from indexer.tower import CONFIG_NAME, TextEmbedder
+from training.smalr.tower import KIND, TEXT_ENCODER, SmalrTower
 
 
 def is_smalr_folder(folder: Path) -> bool:

@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from training.smalr.tower import SmalrTower
-from training.smalr.vocab import PAD, SmalrVocab
 from training.losses.adversarial import LanguageAdversary
 from training.losses.mclm import MCLMHead
+from training.smalr.tower import SmalrTower
+from training.smalr.vocab import PAD, SmalrVocab
 
 
 class SmalrNetwork(nn.Module):

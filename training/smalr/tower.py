@@ -22,10 +22,10 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from training.smalr.gru import gru_last_hidden
-from training.smalr.vocab import SmalrVocab
 from indexer.tower import CONFIG_NAME, WEIGHTS_NAME, SavedTower
 from indexer.unit import unit_rows
+from training.smalr.gru import gru_last_hidden
+from training.smalr.vocab import SmalrVocab
 
 KIND = "smalr"
 TEXT_ENCODER = "smalr"  # the tower is its own text encoder (tokenizer + vocabulary + GRU)

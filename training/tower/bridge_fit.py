@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from training.bridge import LanguageBridge, fit_ridge, part_columns
 from indexer.encoders.base import TextEncoder
-from training.encoders.hybrid import HybridTextEncoder
 from indexer.sentence_cache import cached_sentences
 from indexer.unit import unit_rows
+from training.bridge import LanguageBridge, fit_ridge, part_columns
 from training.data.dataset import CaptionDataset
+from training.encoders.hybrid import HybridTextEncoder
 
 
 def parallel_pairs(dataset: CaptionDataset, lang: str, pivot: str = "en") -> list[tuple[str, str]]:

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from indexer.encoders.base import TextEncoder
-from training.glosses import LexiconTranslator
 from indexer.sentence_cache import cached_sentences
 from indexer.settings import Settings
+from training.glosses import LexiconTranslator
 from training.translation.base import QueryTranslator, TranslationError
 from training.translation.gloss import GlossTranslator
 from training.translation.mt import find_mt_translator

@@ -22,8 +22,8 @@ import numpy as np
 
 from indexer.atomic import atomic_write_bytes, atomic_write_json
 from indexer.caption_records import CaptionFileError, iter_captions
-from training.translation.base import TranslationError
 from indexer.unit import unit_rows
+from training.translation.base import TranslationError
 
 log = logging.getLogger(__name__)
 Embed = Callable[[list[str]], np.ndarray]  # texts → sentence vectors (any norm)

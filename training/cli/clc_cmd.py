@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from app.cli.common import USER_ERRORS, check_data, console, fail
-from app.cli.evaluate_cmd import check_clc_options, clc_settings
 from app.cli.settings_cli import read_settings
+from training.cli.evaluate_cmd import check_clc_options, clc_settings
 
 app = typer.Typer(
     help="Cross-lingual consistency: a query scored together with its translations.", no_args_is_help=True

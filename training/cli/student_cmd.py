@@ -8,9 +8,9 @@ from typing import Any
 
 import typer
 
-from app.cli import train_options as shared
 from app.cli.common import USER_ERRORS, fail
 from app.cli.settings_cli import read_settings
+from training.cli import train_options as shared
 
 SHARED = Path("../shared/data")
 
@@ -96,9 +96,9 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
 
         Writes a student folder servable as POLYGLOT_TOWER_PATH."""
         from indexer.asset_paths import SHIPPED_STUDENT
-        from training.asset_paths import research_tower_path
         from indexer.encoders import build_image_encoder, build_text_encoder
         from indexer.query.models import load_text_tower
+        from training.asset_paths import research_tower_path
         from training.student.run import StudentData, run_student
         from training.student.train import NAME_TEXTS, StudentRecipe
 

@@ -9,9 +9,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from app.cli import train_options as shared
 from app.cli.common import USER_ERRORS, console, fail
 from app.cli.settings_cli import read_settings
+from training.cli import train_options as shared
 
 # Kept here (not imported from training.align) so that the command line lists them without loading the family.
 ALIGN_METHODS = ("raw", "cca", "pcca", "dcca-noi", "dpcca-a", "dpcca-b")  # raw: no alignment (reference)

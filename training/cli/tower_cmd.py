@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from app.cli import train_options as shared
 from app.cli.common import USER_ERRORS, check_data, console, fail
-from app.cli.evaluate_cmd import print_evaluation
 from app.cli.settings_cli import read_settings
+from training.cli import train_options as shared
+from training.cli.evaluate_cmd import print_evaluation
 from training.losses import TOWER_LOSSES, LossOption, check_loss_options, loss_options
 from training.tower.space import SPACES
 

@@ -14,8 +14,8 @@ import typer
 from typer.core import TyperGroup
 from typer.core import _click as click  # typer's own (vendored) click, whose Context its groups take
 
-from app.cli import align_cmd, smalr_cmd, student_cmd, tower_cmd
-from app.cli.train_options import LEGACY
+from training.cli import align_cmd, smalr_cmd, student_cmd, tower_cmd
+from training.cli.train_options import LEGACY
 
 
 def family_of(args: list[str]) -> list[str]:

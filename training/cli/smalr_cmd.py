@@ -9,9 +9,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from app.cli import train_options as shared
 from app.cli.common import USER_ERRORS, console, fail
 from app.cli.settings_cli import read_settings
+from training.cli import train_options as shared
 
 SMALR_METHODS = ("smalr", "hem", "la")
 

@@ -23,11 +23,11 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Fill the part of a hybrid embedding whose encoder lacks a language (mUSE: Czech) from the part
         that has it, by a least-squares map fitted on parallel captions (see training/bridge.py)."""
-        from training.asset_paths import research_tower_path
         from indexer.encoders import build_text_encoder
-        from training.encoders.hybrid import HybridTextEncoder
         from indexer.tower import TextTower
+        from training.asset_paths import research_tower_path
         from training.data.dataset import load_dataset
+        from training.encoders.hybrid import HybridTextEncoder
         from training.tower.bridge_fit import fit_bridge, untouched_cosine
 
         settings = read_settings()

@@ -30,9 +30,9 @@ def fit_command(
     lr: float = typer.Option(1.0, min=1e-6, help="RCSLS step size."),
 ) -> None:
     """Fit M on the lexicon's word pairs (Procrustes/least squares, then RCSLS); report word-translation P@1."""
-    from training.asset_paths import research_tower_path
     from indexer.encoders import build_text_encoder
     from indexer.tower import TextTower
+    from training.asset_paths import research_tower_path
     from training.data.dataset import load_dataset
     from training.translator.fit import caption_vocabulary, fit_translator, read_lexicon, save_translator, split_lexicon
 
@@ -89,10 +89,10 @@ def curves_command(
     import numpy as np
     import torch
 
-    from training.asset_paths import research_tower_path
     from indexer.atomic import atomic_write_json
     from indexer.encoders import build_image_encoder, build_text_encoder
     from indexer.tower import TextTower
+    from training.asset_paths import research_tower_path
     from training.data.prepared import prepare_split
     from training.translator.curves import PROTOCOLS, CurveSettings, learning_curves, plot, subset
     from training.translator.fit import load_translator
