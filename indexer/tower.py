@@ -46,6 +46,7 @@ class SentenceBridge(Protocol):
     cover a language."""
 
     text_encoder: str  # the sentence encoder whose embeddings it maps
+    languages: frozenset[str]  # the languages whose embeddings it rewrites
     weight: np.ndarray  # hashed into the text side's fingerprint
 
     def apply(self, sentences: np.ndarray, langs: str | Sequence[str | None] | None) -> np.ndarray: ...

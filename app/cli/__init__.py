@@ -68,7 +68,8 @@ class CommandTable(MutableMapping[str, Any]):
             built = typer.main.get_group(holder).commands.get(name)
             if built is None:  # a registrar that does not make the command it is listed for: a bug
                 raise RuntimeError(f"the registrar of {name!r} registered no command {name!r}")
-            built.rich_help_panel = USER_PANEL if name in COMMANDS else LAB_PANEL
+            # Typer's commands and groups carry the panel --help lists them under (click's base class has none).
+            built.rich_help_panel = USER_PANEL if name in COMMANDS else LAB_PANEL  # type: ignore[attr-defined]
             self._built[name] = built
         return self._built[name]
 

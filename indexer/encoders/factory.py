@@ -307,7 +307,7 @@ def create_image_encoder(
     kind, argument = _split(spec)
     build = _image_builder(kind)
     if build is None:
-        choices = ", ".join(sorted(REGISTRY.image_encoders))
+        choices = ", ".join(REGISTRY.image_encoders)  # the product's first, then the plugins'
         raise UnknownEncoderError(f"unknown image encoder {spec!r}; choose one of: {choices}")
     request = EncoderRequest(
         models_dir=models_dir,
@@ -377,7 +377,7 @@ def create_text_encoder(
     kind, argument = _split(spec)
     build = _text_builder(kind)
     if build is None:
-        choices = ", ".join(sorted(REGISTRY.text_encoders))
+        choices = ", ".join(REGISTRY.text_encoders)  # the product's first, then the plugins'
         raise UnknownEncoderError(f"unknown text encoder {spec!r}; choose one of: {choices}")
     return build(argument, request)
 
