@@ -25,12 +25,12 @@ them, and the factory calls it only when asked for something the product does no
 ``muse``, ``resnet152``…), so the service, run on the shipped student, imports no plugin. The lab (``training``) is one: it registers ``muse``,
 ``muse-numpy``, ``laser[:path]``, ``sentence-transformers:<name-or-path>``, ``resnet152[:name-or-path]``, the
 hybrids (``muse+e5-small``), SMALR towers, language bridges and CLC's translators and classifier
-(:mod:`training.encoders`).
+(``training/plugin.py``).
 
 **Adding an encoder**: write its class (``load()``/``predict()``, :mod:`indexer.encoders.base`) in its own module
 and register a builder ``(argument, request) -> encoder`` under its name (import the module inside the builder:
 heavy libraries load only when that model is asked for): here for a product encoder, in
-``training/encoders/__init__.py`` for a research one.
+``training/plugin.py`` for a research one.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def register_text_encoder(name: str, build: TextBuilder) -> None:
 
 def load_plugins() -> Registry:
     """Run every plugin's ``register(registry)`` once: the ``polyglot.encoders`` entry points and, when no
-    installed distribution declares one, the lab (``training.encoders``) if it is importable.
+    installed distribution declares one, the lab (``training.plugin``) if it is importable.
 
     The fallback is for a checkout run from its own folder (``PYTHONPATH=.``, or a second worktree beside an
     editable install of another): entry points are read from the installed distribution's metadata, which
@@ -139,9 +139,9 @@ def load_plugins() -> Registry:
             log.warning("encoder plugin %s could not be imported: %s", point.value, exc)
     if not found and importlib.util.find_spec("training") is not None:
         try:
-            registrars.append(("training.encoders:register", importlib.import_module("training.encoders").register))
+            registrars.append(("training.plugin:register", importlib.import_module("training.plugin").register))
         except ImportError as exc:
-            log.warning("the lab's encoders (training.encoders) could not be imported: %s", exc)
+            log.warning("the lab's encoders (training.plugin) could not be imported: %s", exc)
     for _, register in registrars:
         register(REGISTRY)
     return REGISTRY

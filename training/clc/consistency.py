@@ -4,7 +4,7 @@ It combines the scores of all of a query's version slots (:class:`indexer.query.
 MLP (``1+|L|`` inputs, 32 hidden units, ReLU; empty slots take the query's own score). It is not linear, so it
 re-ranks the CLC-A search's best ``POLYGLOT_CLC_CANDIDATES`` images by their exact per-version scores. Its weights
 are a tower-like checkpoint: ``config.json`` + ``model.safetensors``, trained by ``polyglot clc fit``
-(``training/clc/fit.py``); the lab registers its loader with the encoder factory (:mod:`training.encoders`).
+(``training/clc/fit.py``); the lab registers its loader with the encoder factory (:mod:`training.plugin`).
 """
 
 from __future__ import annotations

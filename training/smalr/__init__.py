@@ -2,7 +2,7 @@
 
 At query time: a word-level tokenizer and hybrid vocabulary (``vocab``), a GRU language branch in numpy
 (``gru``), the tower that holds the weights and the image-branch map (``tower``) and its embedder (``embedder``),
-which the encoder factory serves for a SMALR folder once the lab has registered it (:mod:`training.encoders`).
+which the encoder factory serves for a SMALR folder once the lab has registered it (:mod:`training.plugin`).
 
 Training (``polyglot train smalr --method smalr|hem|la``): ``vocabulary`` builds the hybrid vocabulary from the
 training captions, ``word_vectors`` the 50-d word features (FastText ``.vec`` files, or a bundled sentence encoder
