@@ -175,9 +175,9 @@ def test_captions_search_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def test_shipped_alignments_load_and_match_their_checksums() -> None:
     import hashlib
 
-    from training.asset_paths import shipped_alignments
+    from training.asset_paths import SHIPPED_ALIGNMENTS, shipped_alignments
 
-    folder = Path(__file__).resolve().parents[2] / "indexer" / "assets" / "align"
+    folder = SHIPPED_ALIGNMENTS
     listed = {}
     for line in (folder / "README.md").read_text(encoding="utf-8").splitlines():
         parts = line.split()
