@@ -84,7 +84,7 @@ def plugin_commands() -> PluginCommands:
             registrars.append(point.load())
         except ImportError as exc:
             log.debug("command plugin %s not importable: %s", point.value, exc)
-    if not points and importlib.util.find_spec(LAB.partition(".")[0]) is not None:
+    if not points and _importable(LAB.partition(".")[0]):
         try:
             registrars.append(importlib.import_module(LAB).register)
         except ImportError as exc:
@@ -117,3 +117,11 @@ class PluggableGroup(TyperGroup):
     def list_commands(self, ctx: Any) -> list[str]:
         self._extend()
         return super().list_commands(ctx)
+
+
+def _importable(package: str) -> bool:
+    """Whether ``package`` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False

@@ -137,7 +137,7 @@ def load_plugins() -> Registry:
             registrars.append((point.value, point.load()))
         except ImportError as exc:
             log.warning("encoder plugin %s could not be imported: %s", point.value, exc)
-    if not found and importlib.util.find_spec("training") is not None:
+    if not found and _importable("training"):
         try:
             registrars.append(("training.plugin:register", importlib.import_module("training.plugin").register))
         except ImportError as exc:
@@ -416,3 +416,11 @@ def register_builtins() -> None:
 
 
 register_builtins()
+
+
+def _importable(package: str) -> bool:
+    """Whether ``package`` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False

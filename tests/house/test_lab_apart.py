@@ -104,3 +104,37 @@ def test_the_lab_plugs_in_where_it_is_installed(tmp_path: Path) -> None:
         "print(type(build_text_encoder(Settings(), 'muse+e5-small')).__name__)"
     )
     assert "training.encoders.hybrid" in loaded_lab_modules(code)
+
+
+# What the Docker image is: the product with no lab to import (its metadata may still name the entry points).
+WITHOUT_LAB = """
+import importlib.abc, sys
+class NoLab(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "training" or name.startswith("training."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, NoLab())
+"""
+
+
+def test_without_the_lab_the_product_runs_and_says_what_is_missing() -> None:
+    code = WITHOUT_LAB + (
+        "import sys\n"
+        "from app.cli import all_commands\n"
+        "print('COMMANDS', ' '.join(all_commands()))\n"
+        "from indexer.settings import Settings\n"
+        "from indexer.encoders import UnknownEncoderError, build_text_encoder, build_text_side\n"
+        "build_text_side(Settings())\n"
+        "for spec in ('muse', 'muse+e5-small'):\n"
+        "    try:\n"
+        "        build_text_encoder(Settings(), spec)\n"
+        "    except UnknownEncoderError as exc:\n"
+        "        print('ERROR', exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[1:] == ["index", "search", "serve", "tag", "tags", "captions", "models"]
+    assert lines[1] == "ERROR unknown text encoder 'muse'; choose one of: e5-small, embeddinggemma"
+    assert lines[2] == "ERROR no installed package builds hybrid text encoders like 'muse+e5-small'"
