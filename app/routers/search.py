@@ -42,7 +42,7 @@ from app.stacking import current_stacks, stack_info
 from indexer.duplicate_stacks import Stacks
 from indexer.filtered_view import FilteredImages, by_date
 from indexer.image_index import Hit
-from indexer.query.clc import ClcError, ClcMode
+from indexer.query.consistency import ClcError, ClcMode
 from indexer.query.pipeline import checked_query, confident_language
 from indexer.relevance import DEFAULT_Z, cutoff_count
 from indexer.relevance import POOL as CUTOFF_POOL

@@ -17,7 +17,7 @@ module, used by the service, ``polyglot search``, ``polyglot evaluate``, the tag
    small thread-safe LRU: popular queries skip the encoder).
 4. **Its hits** (:meth:`QueryPipeline.search_texts`): one index search per batch. With ``clc`` (per call, or
    POLYGLOT_CLC by default) a query is also translated into POLYGLOT_CLC_LANGUAGES by the configured translator
-   and the scores of all versions are combined (:mod:`indexer.query.clc`: CLC-A average, CLC-C classifier
+   and the scores of all versions are combined (:mod:`indexer.query.consistency`: CLC-A average, CLC-C classifier
    re-ranking).
 
 Thread-safe: the service calls it from its search threads, ``polyglot evaluate`` and ``polyglot search``
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 import numpy as np
 from PIL import Image
 
-from indexer.query.clc import ClcError, ClcMode, Versions, rerank
+from indexer.query.consistency import ClcError, ClcMode, Versions
 from indexer.settings import Settings
 
 if TYPE_CHECKING:  # the models import torch; the query text's cleaning and language detection do not need it
@@ -330,7 +330,7 @@ class QueryPipeline:
         for row, row_ids in enumerate(ids):
             if row_ids:
                 candidates[row, : len(row_ids)] = source.vectors(row_ids)
-        order, scores = rerank(versions, classifier, ids, candidates)
+        order, scores = classifier.rerank(versions, ids, candidates)
         by_id = [{int(cast(Any, hit).id): hit for hit in row} for row in found]
         return [
             [replace_score(by_id[row][i], s) for i, s in zip(order[row], scores[row], strict=True)]
