@@ -12,6 +12,9 @@ from pathlib import Path
 ASSETS = Path(__file__).resolve().parent / "assets"
 SHIPPED_STUDENT = ASSETS / "student"  # the served text side (docs/student.md; its README is the model card)
 SHIPPED_TAGS = ASSETS / "tags"  # tag vocabularies, words only: <lang>.tsv (docs/tagging.md, its README.md)
+# The concept lexicon: WordNet noun concepts with their names in many languages (indexer/concepts/lexicon.py;
+# built by training/concepts/build.py; its README is the data card, NOTICE the sources' licences).
+SHIPPED_CONCEPTS = ASSETS / "concepts"
 SHIPPED_ALIGNMENTS = ASSETS / "align"  # caption alignments over mUSE, one folder per language pair
 RESEARCH_TOWERS = ("tower", "tower-muse")  # the MLP towers of docs/results.md, kept to measure and compare
 # Optional text encoders that ship their own tower: POLYGLOT_TEXT_ENCODER=<name> serves it when POLYGLOT_TOWER_PATH
