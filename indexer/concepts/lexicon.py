@@ -201,6 +201,16 @@ class ConceptLexicon:
         return [by_class[index] for index in range(len(by_class))]
 
 
+def listed_languages(folder: Path | str) -> list[str]:
+    """The languages a lexicon's manifest lists, without loading or checking it (empty when it cannot be read:
+    :meth:`ConceptLexicon.load` then says why)."""
+    try:
+        languages = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8")).get("languages")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return sorted(languages) if isinstance(languages, dict) else []
+
+
 # -- reading and checking ----------------------------------------------------------------------------------------
 
 

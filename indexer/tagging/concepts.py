@@ -78,22 +78,26 @@ def concept_vectors(
             log.warning("unreadable concept vectors, embedding again", extra={"path": str(path), "error": str(exc)})
         else:
             if cached.ndim == 2 and len(cached) == len(lexicon):
-                vectors = cached.astype(np.float32)
-                vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-                return np.ascontiguousarray(vectors), True
+                return _unit(cached), True
     texts = concept_texts(lexicon)
     chunks = []
     for start in range(0, len(texts), BATCH):
         chunks.append(np.asarray(text.embed(texts[start : start + BATCH], "en"), dtype=np.float32))
         if progress is not None:
             progress(len(chunks[-1]))
-    vectors = np.ascontiguousarray(np.concatenate(chunks))
+    stored = np.concatenate(chunks).astype(np.float16)
     try:
         with atomic_open(path) as handle:
-            np.save(handle, vectors.astype(np.float16))
+            np.save(handle, stored)
     except OSError as exc:  # a read-only or full cache: the vectors still serve from memory
         log.warning("concept vectors not cached", extra={"path": str(path), "error": str(exc)})
-    return vectors, False
+    return _unit(stored), False  # as read back: the first answer is the one every later start gives
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    rows = vectors.astype(np.float32)
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+    return np.ascontiguousarray(rows)
 
 
 @dataclass(frozen=True)
@@ -170,7 +174,7 @@ class ConceptTagger:
     def _related(self, a: int, b: int) -> bool:
         return a in self._ancestors[b] or b in self._ancestors[a]
 
-    def choose(self, order: Sequence[int], scores: np.ndarray, lang: str, k: int) -> list[ConceptTag]:
+    def choose(self, order: Sequence[int] | np.ndarray, scores: np.ndarray, lang: str, k: int) -> list[ConceptTag]:
         """The first ``k`` concepts of ``order`` that ``lang`` can name and the hierarchy rules allow."""
         chosen: list[int] = []
         shown: set[str] = set()

@@ -135,9 +135,10 @@ class Tagger:
 
     @property
     def languages(self) -> list[str]:
-        """Languages with a built or a shipped vocabulary, or names in the concept lexicon."""
+        """Languages with a built or a shipped vocabulary, and (tagging by concept) names in the concept lexicon."""
         shipped = self.shipped.languages if self.shipped is not None else []
-        concepts = self.concepts.languages if self.concepts is not None else []
+        by_concept = self.concepts is not None and self.settings.source == SourceKind.CONCEPTS
+        concepts = self.concepts.languages if self.concepts is not None and by_concept else []
         return sorted(set(self._vocabularies) | set(shipped) | set(concepts))
 
     def vocabulary(self, lang: str) -> Vocabulary:
