@@ -12,6 +12,9 @@ from pathlib import Path
 ASSETS = Path(__file__).resolve().parent / "assets"
 SHIPPED_STUDENT = ASSETS / "student"  # the served text side (docs/student.md; its README is the model card)
 SHIPPED_TAGS = ASSETS / "tags"  # tag vocabularies, words only: <lang>.tsv (docs/tagging.md, its README.md)
+# The concept lexicon: WordNet noun concepts with their names in many languages (indexer/concepts/lexicon.py;
+# built by training/concepts/build.py; its README is the data card, NOTICE the sources' licences).
+SHIPPED_CONCEPTS = ASSETS / "concepts"
 # Optional text encoders that ship their own tower: POLYGLOT_TEXT_ENCODER=<name> serves it when POLYGLOT_TOWER_PATH
 # is unset (EmbeddingGemma: better outside English, ~25x the student's CPU a query; docs/embeddinggemma.md).
 ENCODER_TOWERS = {"embeddinggemma": ASSETS / "tower-embeddinggemma"}

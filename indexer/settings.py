@@ -229,10 +229,34 @@ class TaggingSettings(BaseSettings):
 
     w1: float = Field(default=0.65, ge=0.0, le=10.0, description="Weight of cos(image, target tag), eq. 5.")
     w2: float = Field(default=0.35, ge=0.0, le=10.0, description="Weight of cos(source tag, target tag).")
-    source: Literal["auto", "imagenet", "captions"] = Field(
-        default="auto",
-        description="English source tags: ImageNet classes, retrieved captions' words, or auto (captions if a "
-        "caption index is loaded, else ImageNet).",
+    source: Literal["concepts", "auto", "imagenet", "captions"] = Field(
+        default="concepts",
+        description="How tags are chosen: concepts (the concept lexicon's concepts ranked by the photo itself, one "
+        "ranking named in every language, whatever captions are indexed), or one tag per English source tag: "
+        "ImageNet classes, retrieved captions' words, or auto (captions if a caption index is loaded, else ImageNet).",
+    )
+    lexicon_dir: Path | None = Field(
+        default=None,
+        description="Concept lexicon folder (manifest.json, concepts.tsv, names/); default the shipped "
+        "indexer/assets/concepts. A missing or damaged file stops start-up with one line naming it.",
+    )
+    concept_weight: float = Field(
+        default=0.15,
+        ge=0.0,
+        le=10.0,
+        description="Concept tags: weight of the standardised cos(image, concept name) beside the CNN's class mass.",
+    )
+    concept_generality: float = Field(
+        default=2.0,
+        ge=0.0,
+        le=100.0,
+        description="Concept tags: what a concept loses per share of the 1,000 ImageNet classes below it (entity: all).",
+    )
+    concept_frequency: float = Field(
+        default=0.05,
+        ge=0.0,
+        le=10.0,
+        description="Concept tags: weight of the concept's standardised log corpus count (common concepts first).",
     )
     captions_k: int = Field(default=10, ge=1, le=200, description="Captions retrieved per image for source tags.")
     default_k: int = Field(default=10, ge=1, le=100, description="Tags per language when the request gives no k.")

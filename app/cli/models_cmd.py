@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from app.cli.common import console
+from app.cli.common import console, fail
 from app.cli.plugins import PluggableGroup
 from app.cli.settings_cli import read_settings
 from indexer.built_models import build as build_model
@@ -57,6 +57,7 @@ def fetch(
         console.print(f"[green]ok[/] {spec.key}: {path}")
     if build_onnx:
         build_all(settings, force=False, only=None)
+        embed_concepts(settings)
     if check:
         for name in ("muse", "muse-numpy", "e5-small"):
             text_encoder = build_text_encoder(settings, name)
@@ -99,6 +100,25 @@ def build(
 ) -> None:
     """Export the bundled weights to ONNX (offline; minutes on a small CPU), checksummed in a manifest."""
     build_all(read_settings(), force=force, only=only)
+
+
+def embed_concepts(settings: Settings) -> None:
+    """The concept lexicon's vectors for the served text side, cached (about a minute once; then the first tag in
+    any language reads them: indexer/tagging/concepts.py)."""
+    from indexer.asset_paths import SHIPPED_CONCEPTS
+    from indexer.concepts import ConceptLexicon, LexiconError
+    from indexer.query import load_text_tower
+    from indexer.tagging.concepts import concept_vectors
+
+    try:
+        lexicon = ConceptLexicon.load(settings.tagging.lexicon_dir or SHIPPED_CONCEPTS)
+        text = load_text_tower(settings)
+        with console.status(f"embedding {len(lexicon):,} concepts for tags (once per text side)"):
+            vectors, cached = concept_vectors(lexicon, text, text.fingerprint, settings.resolved_cache_dir)
+    except (LexiconError, FileNotFoundError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    state = "cached" if cached else "embedded"
+    console.print(f"[green]ok[/] concept vectors: {len(vectors):,} {state} for text side {text.fingerprint}")
 
 
 def build_all(settings: Settings, *, force: bool, only: list[str] | None) -> None:
