@@ -604,7 +604,8 @@ async function showTags(id, lang) {
     for (const tag of [...tags].sort((a, b) => b.score - a.score)) {
       const item = document.createElement("li");
       item.textContent = tag.tag;
-      item.title = `${tag.english ?? tag.source} · ${tag.concept ?? "no concept"} · ${tag.score.toFixed(3)}`;
+      item.dataset.score = String(tag.score);
+      item.title = [tag.english ?? tag.source, tag.concept ?? t("tags.noConcept"), formatNumber(tag.score, 3)].join(" · ");
       list.appendChild(item);
     }
     if (!list.children.length) list.textContent = t("tags.none");

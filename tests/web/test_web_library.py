@@ -219,9 +219,7 @@ def test_tags_come_in_the_language_of_the_last_query(live_server: str, pages) ->
     page.locator(".card").first.click()
     page.wait_for_function("document.querySelectorAll('#detail-tags li').length > 0")
     assert page.inner_text("#detail-tags-lang") == "(fr)"
-    scores = [
-        float(t.split(" · ")[1]) for t in page.eval_on_selector_all("#detail-tags li", "l => l.map(e => e.title)")
-    ]
+    scores = [float(s) for s in page.eval_on_selector_all("#detail-tags li", "l => l.map(e => e.dataset.score)")]
     assert scores == sorted(scores, reverse=True)  # best first
     page.go_back()
     page.select_option("#lang", "de")  # chosen in the search box: it wins over the detected language
