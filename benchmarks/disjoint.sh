@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 16 (docs/results.md, round 7): disjoint collections, pseudo-pairs and translation augmentation, the
 # equivalents of Kádár et al.'s Tables 2–6 on the m30k-f8k dev split, with mUSE-only towers (cheap: cached
-# features). Collections, towers and pseudo-pairs go to var/ (git-ignored); dev recalls to docs/results/r7/.
+# features). Collections, towers and pseudo-pairs go to var/ (git-ignored); dev recalls to docs/results/disjoint/.
 # usage (repository root): benchmarks/disjoint.sh [STEP...]   steps: collections A B C D (default: all)
 # Runs already done (their JSON exists) are skipped; one training at a time, 1 thread.
 set -euo pipefail
@@ -9,7 +9,7 @@ PG=${PG:-.venv/bin/polyglot}
 SRC=../shared/data/m30k-f8k
 MORE=../shared/data/more-langs/f8k-captions.jsonl
 C=var/collections
-R=docs/results/r7
+R=docs/results/disjoint
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$R" var/towers/r7 var/eval
 # The fast tower's recipe (round 4, shipped-muse-c2c: mUSE, one hidden block of 1,024, the shipped image space),

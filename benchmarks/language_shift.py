@@ -7,7 +7,7 @@ pairs: never the wide set's names). A query in that language is shifted by ``−
 before the head; the served pipeline then ranks the wide dev set's photos as ``polyglot evaluate`` does::
 
     POLYGLOT_E5_PRECISION=int8 .venv/bin/python benchmarks/language_shift.py --tower var/students/w12r10 \
-        --alphas 0,0.5,1 --json docs/results/student/language-shift-w12r10.json
+        --alphas 0,0.5,1 --json docs/results/student/language-shift.json
 
 Prints the wide dev R@10 per language for each ``alpha`` (0 = what ``/search`` serves).
 """
