@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 ASSETS = Path(__file__).resolve().parent / "assets"
-SHIPPED_STUDENT = ASSETS / "student"  # the served text side (docs/student.md; its README is the model card)
+SHIPPED_STUDENT = ASSETS / "student"  # the served text side (docs/model-card.md; its README is the training run's card)
 SHIPPED_TAGS = ASSETS / "tags"  # tag vocabularies, words only: <lang>.tsv (docs/tagging.md, its README.md)
 SHIPPED_ALIGNMENTS = ASSETS / "align"  # caption alignments over mUSE, one folder per language pair
-RESEARCH_TOWERS = ("tower", "tower-muse")  # the MLP towers of docs/results.md, kept to measure and compare
+RESEARCH_TOWERS = ("tower", "tower-muse")  # the research MLP towers, kept to measure and compare
 # Optional text encoders that ship their own tower: POLYGLOT_TEXT_ENCODER=<name> serves it when POLYGLOT_TOWER_PATH
 # is unset (EmbeddingGemma: better outside English, ~25x the student's CPU a query; docs/embeddinggemma.md).
 ENCODER_TOWERS = {"embeddinggemma": ASSETS / "tower-embeddinggemma"}
@@ -38,7 +38,7 @@ IMAGE_INT8_RANGES = {"efficientnet-lite2": ASSETS / "image-int8" / "efficientnet
 def shipped_tower_path(text_encoder: str | None = None) -> Path:
     """The served text side unless POLYGLOT_TOWER_PATH says otherwise: the tower shipped for ``text_encoder``
     (POLYGLOT_TEXT_ENCODER) when there is one, else the trained student (``indexer/assets/student``,
-    :mod:`indexer.student`; docs/student.md)."""
+    :mod:`indexer.student`; docs/model-card.md)."""
     return ENCODER_TOWERS.get(text_encoder or "", SHIPPED_STUDENT)
 
 

