@@ -49,7 +49,7 @@ from indexer.captions import CaptionIndex
 from indexer.captions.cross_lingual import CrossLingualCaptions
 from indexer.image_index import Hit, ImageIndex
 from indexer.query import Models, QueryPipeline, load_models
-from indexer.query.clc import ClcMode
+from indexer.query.consistency import ClcMode
 from indexer.query.models import timed
 from indexer.query.pipeline import warm_up_language_detection
 

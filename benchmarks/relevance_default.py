@@ -2,7 +2,7 @@
 
 Every query goes through the served pipeline (the route its language takes in ``/search``, default settings) and
 is scored exactly against the photos of a library (as the index's re-ranked scores are). A rule keeps the first
-``cutoff_count`` results of a query (:mod:`indexer.relevance`: ``z ≥ t`` against its best ``POOL`` scores less the
+``cutoff_count`` results of a query (:func:`indexer.query.pipeline.cutoff_count`: ``z ≥ t`` against its best ``POOL`` scores less the
 ``SKIP`` best, the best result always kept; also with ``skip = 0``, the rule before issue 59); R@10 with the rule counts a query as found when its relevant photo is among the first
 ``min(10, kept)`` results.
 
@@ -41,7 +41,9 @@ import numpy as np
 
 from indexer.atomic import atomic_write_json
 from indexer.query import QueryCache, QueryPipeline, load_models
-from indexer.relevance import DEFAULT_Z, POOL, SKIP, cutoff_count
+from indexer.query.pipeline import CUTOFF_POOL as POOL
+from indexer.query.pipeline import CUTOFF_SKIP as SKIP
+from indexer.query.pipeline import DEFAULT_Z, cutoff_count
 from indexer.settings import Settings
 from training.data.features import image_features
 from training.data.prepared import prepare_split
@@ -253,7 +255,7 @@ def render(report: dict[str, Any]) -> str:
         "",
         f"Command: `{report['command']}` ({report['seconds']} s, {report['when']}; text side {report['text_side']}).",
         "",
-        f"Rule (`indexer/relevance.py`): keep results while `z ≥ t`, standardised against the query's best "
+        f"Rule (`indexer/query/pipeline.py`, `cutoff_count`): keep results while `z ≥ t`, standardised against the query's best "
         f"{report['pool']} scores less the {report['skip']} best (the best result always kept); `skip 0`: the same "
         "with the best candidates in the background (the cut-off before issue 59, at t = 1.5). Chosen on the tuning "
         f"sets (the lowest `t` cutting ≥ {report['min_cut']:.0%} of the unrelated photos in every language, losing "

@@ -55,7 +55,7 @@ class ModelSettings(BaseSettings):
     tower_path: Path | None = Field(
         default=None,
         description="Text side of /search, captions and tags: a student or tower folder; default the shipped "
-        "student (indexer/assets/student). A research tower (e.g. indexer/assets/tower) brings its language bridge.",
+        "student (indexer/assets/student). A research tower (e.g. training/assets/tower) brings its language bridge.",
     )
     device: str = Field(default="cpu", description="torch device for the encoders: cpu or cuda.")
     encoder_backend: Literal["auto", "onnx", "torch"] = Field(
@@ -166,7 +166,7 @@ class QuerySettings(BaseSettings):
         default=None,
         description="Folders of linear caption alignments (`polyglot train --method pcca --langs x,y`; JSON list): "
         "captions of y found for a query in x (and back) are ranked in the alignment's space. Unset: the shipped "
-        "ones (indexer/assets/align/*, over mUSE: used when the text side's encoder includes it, i.e. a research "
+        "ones (training/assets/align/*, over mUSE: used when the text side's encoder includes it, i.e. a research "
         "tower, not the student); [] = none.",
     )
     caption_search_fallback: Literal["sentence", "tower"] = Field(
@@ -174,7 +174,7 @@ class QuerySettings(BaseSettings):
         description="Language pairs without an alignment: 'sentence' ranks the text encoder's sentence embeddings "
         "(the student's trunk) by cosine, 'tower' the captions' image-space vectors (benchmarks/caption_search_eval.py compares them).",
     )
-    # Cross-lingual consistency (indexer/query/clc.py): queries also scored by their
+    # Cross-lingual consistency (training/clc/consistency.py): queries also scored by their
     # translations. Off unless asked per request (/search?clc=) or here.
     clc: Literal["off", "average", "classifier"] = Field(
         default="off",
@@ -229,10 +229,34 @@ class TaggingSettings(BaseSettings):
 
     w1: float = Field(default=0.65, ge=0.0, le=10.0, description="Weight of cos(image, target tag), eq. 5.")
     w2: float = Field(default=0.35, ge=0.0, le=10.0, description="Weight of cos(source tag, target tag).")
-    source: Literal["auto", "imagenet", "captions"] = Field(
-        default="auto",
-        description="English source tags: ImageNet classes, retrieved captions' words, or auto (captions if a "
-        "caption index is loaded, else ImageNet).",
+    source: Literal["concepts", "auto", "imagenet", "captions"] = Field(
+        default="concepts",
+        description="How tags are chosen: concepts (the concept lexicon's concepts ranked by the photo itself, one "
+        "ranking named in every language, whatever captions are indexed), or one tag per English source tag: "
+        "ImageNet classes, retrieved captions' words, or auto (captions if a caption index is loaded, else ImageNet).",
+    )
+    lexicon_dir: Path | None = Field(
+        default=None,
+        description="Concept lexicon folder (manifest.json, concepts.tsv, names/); default the shipped "
+        "indexer/assets/concepts. A missing or damaged file stops start-up with one line naming it.",
+    )
+    concept_weight: float = Field(
+        default=0.15,
+        ge=0.0,
+        le=10.0,
+        description="Concept tags: weight of the standardised cos(image, concept name) beside the CNN's class mass.",
+    )
+    concept_generality: float = Field(
+        default=2.0,
+        ge=0.0,
+        le=100.0,
+        description="Concept tags: what a concept loses per share of the 1,000 ImageNet classes below it (entity: all).",
+    )
+    concept_frequency: float = Field(
+        default=0.05,
+        ge=0.0,
+        le=10.0,
+        description="Concept tags: weight of the concept's standardised log corpus count (common concepts first).",
     )
     captions_k: int = Field(default=10, ge=1, le=200, description="Captions retrieved per image for source tags.")
     default_k: int = Field(default=10, ge=1, le=100, description="Tags per language when the request gives no k.")

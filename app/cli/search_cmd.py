@@ -21,8 +21,7 @@ from rich.table import Table
 
 from app.cli.common import console, fail, out
 from app.cli.settings_cli import read_settings
-from indexer.relevance import DEFAULT_Z, cutoff_count
-from indexer.relevance import POOL as CUTOFF_POOL
+from indexer.query.pipeline import CUTOFF_POOL, DEFAULT_Z, cutoff_count
 from indexer.search_filters import FilterError, PhotoFilter
 
 if TYPE_CHECKING:

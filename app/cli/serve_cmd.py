@@ -202,6 +202,19 @@ def check_port(host: str, port: int) -> None:
         probe.close()
 
 
+def check_lexicon(settings: ServiceSettings) -> None:
+    """A missing, truncated or damaged concept lexicon file is one line naming it and exit 2, before any model
+    loads (the tagger loads the same checked files at start-up)."""
+    from indexer.asset_paths import SHIPPED_CONCEPTS
+    from indexer.concepts import ConceptLexicon, LexiconError
+
+    try:
+        ConceptLexicon.load(settings.tagging.lexicon_dir or SHIPPED_CONCEPTS)
+    except LexiconError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(code=2) from None
+
+
 def check_index_fits(settings: ServiceSettings, tower: Path, *, no_index: bool) -> None:
     """The configured models and the index must fit together before uvicorn starts: refused in the service's
     start-up (uvicorn's lifespan), each was a traceback and exit 3. One line and exit 2 instead, naming the setting
@@ -299,6 +312,7 @@ def register(cli: typer.Typer) -> None:
             raise typer.Exit(code=2)
         check_port(host, port)
         check_database(settings)
+        check_lexicon(settings)
         check_index_fits(settings, tower, no_index=no_index)
         folder = images or settings.service.images_dir
         if watch:

@@ -15,8 +15,10 @@ from rich.table import Table
 from tqdm import tqdm
 
 from app.cli.common import console, fail, out
+from app.cli.plugins import PluggableGroup
 from app.cli.settings_cli import read_settings
-from indexer.asset_paths import SHIPPED_TAGS
+from indexer.asset_paths import SHIPPED_CONCEPTS, SHIPPED_TAGS
+from indexer.concepts.lexicon import LexiconError, listed_languages
 from indexer.encoders.factory import UnknownEncoderError
 from indexer.images import ImageDecodeError, load_image
 from indexer.model_files import ChecksumError
@@ -34,14 +36,24 @@ from indexer.tagging.vocabulary import (
     read_word_list,
     select_words,
 )
-from training.tag_vocab.build import DEFAULT_PER_CLASS_WORD
 
 tags_app = typer.Typer(help="Target-language tag vocabularies for `polyglot tag`.", no_args_is_help=True)
-vocab_app = typer.Typer(help="Build and list tag vocabularies (versioned beside the index).", no_args_is_help=True)
+# PluggableGroup: the lab adds `ship` (training/cli/tags_cmd.py).
+vocab_app = typer.Typer(
+    help="Build and list tag vocabularies (versioned beside the index).", no_args_is_help=True, cls=PluggableGroup
+)
 tags_app.add_typer(vocab_app, name="vocab")
 
 # FileNotFoundError covers a missing tower or model file (ModelFileMissingError is one).
-USER_ERRORS = (VocabularyError, UnknownLanguageError, UnknownEncoderError, ChecksumError, FileNotFoundError, ValueError)
+USER_ERRORS = (
+    LexiconError,
+    VocabularyError,
+    UnknownLanguageError,
+    UnknownEncoderError,
+    ChecksumError,
+    FileNotFoundError,
+    ValueError,
+)
 
 
 def parse_langs(value: str) -> list[str]:
@@ -145,49 +157,6 @@ def vocab_embed(
         raise fail(str(exc)) from None
 
 
-@vocab_app.command("ship")
-def vocab_ship(
-    lexicons: Path = typer.Option(..., help="Folder of MUSE dictionaries en-XX.tsv (../shared/data/lexicons)."),
-    data: Path = typer.Option(..., help="Shared data folder with m30k-f8k, m30k-text, more-langs (captions)."),
-    out_dir: Path = typer.Option(SHIPPED_TAGS, "--out", help="Where the word files go (the shipped folder)."),
-    lang: str | None = typer.Option(None, "--lang", help="Only these languages (default: en + every dictionary)."),
-    per_class_word: int = typer.Option(
-        DEFAULT_PER_CLASS_WORD,
-        min=1,
-        help="Translations kept at most per ImageNet class name (caption words keep 3).",
-    ),
-    borrowed_animal_names: bool = typer.Option(
-        False,
-        "--borrowed-animal-names",
-        help="Keep an animal class name's identity pair the language's lemma list knows (measured, not shipped).",
-    ),
-) -> None:
-    """Rebuild the shipped vocabularies (words only) from their sources: maintainers' command, reproducible (the
-    same sources give the same files). See indexer/assets/tags/README.md."""
-    from training.tag_vocab.build import ship
-
-    for folder in (lexicons, data):
-        if not folder.is_dir():
-            raise fail(f"{folder} is not a folder")
-    try:
-        reports = ship(
-            lexicons,
-            data,
-            out_dir,
-            parse_langs(lang) if lang else None,
-            per_class_word=per_class_word,
-            borrowed_animal_names=borrowed_animal_names,
-            command="polyglot tags vocab ship --lexicons ../shared/data/lexicons --data ../shared/data"
-            + (f" --per-class-word {per_class_word}" if per_class_word != DEFAULT_PER_CLASS_WORD else "")
-            + (" --borrowed-animal-names" if borrowed_animal_names else ""),
-            progress=lambda message: console.print(message, highlight=False),
-        )
-    except (OSError, ValueError) as exc:
-        raise fail(str(exc)) from None
-    for report in reports:
-        out.print(f"{report.lang}: {report.tags} tags", highlight=False)
-
-
 @vocab_app.command("list")
 def vocab_list(json_out: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """Languages with a tag vocabulary: built ones (current version, size, most frequent tags), then the shipped
@@ -251,30 +220,39 @@ def register(cli: typer.Typer) -> None:
         lang: str = typer.Option(..., "--lang", help="Target languages, comma-separated: fr or fr,de."),
         k: int | None = typer.Option(None, "--k", min=1, max=500, help="Tags per language (default: settings)."),
         source: str | None = typer.Option(
-            None, help="English source tags: imagenet, captions or auto (default: settings)."
+            None,
+            help="How tags are chosen: concepts (the photo ranks the concept lexicon; the default), or English "
+            "source tags: imagenet, captions or auto (default: settings).",
         ),
         captions: Path | None = typer.Option(
             None,
             help="English caption collection (JSONL or lines) for caption source tags "
             "(default: the indexed caption collection, if any).",
         ),
-        json_out: bool = typer.Option(False, "--json", help="Print {lang: [{tag, score, source}]} as JSON."),
+        json_out: bool = typer.Option(
+            False, "--json", help="Print {lang: [{tag, score, source, concept, english}]} as JSON."
+        ),
     ) -> None:
-        """Tags for IMAGE in each language, chosen with the image as context (one per English source tag)."""
+        """Tags for IMAGE in each language, chosen with the image as context (by concept: one ranking of the concept
+        lexicon named in every language)."""
         from indexer.query import load_models
         from indexer.tagging.cached import caption_retriever_from_file
         from indexer.tagging.caption_source import CaptionIndexRetriever
         from indexer.tagging.loading import load_tagger
 
         langs = parse_langs(lang)
-        if source not in (None, "auto", "imagenet", "captions"):
-            raise fail(f"unknown --source {source!r}; choose imagenet, captions or auto")
+        if source not in (None, "concepts", "auto", "imagenet", "captions"):
+            raise fail(f"unknown --source {source!r}; choose concepts, imagenet, captions or auto")
         settings = read_settings()
         tag_settings = settings.tagging
         if k is not None and k > tag_settings.max_k:
             raise fail(f"--k must be at most {tag_settings.max_k} (POLYGLOT_TAG_MAX_K)")
         built = VocabularyStore.beside_index(settings.resolved_index_dir).languages()
-        available = sorted(set(built) | set(shipped_languages()))
+        lexicon_languages = listed_languages(tag_settings.lexicon_dir or SHIPPED_CONCEPTS)
+        by_concept = (source or tag_settings.source) == "concepts"
+        available = sorted(
+            set(built) | set(shipped_languages()) | ({"en", *lexicon_languages} if by_concept else set())
+        )
         missing = [code for code in langs if code not in available]
         if missing:
             raise fail(str(UnknownLanguageError(missing, available)))
@@ -307,7 +285,7 @@ def register(cli: typer.Typer) -> None:
             out.print_json(json.dumps(payload, ensure_ascii=False))
             return
         for code, tags in result.items():
-            table = Table("tag", "score", "source", title=f"{image.name} — {code}")
+            table = Table("tag", "score", "source", "concept", "english", title=f"{image.name} — {code}")
             for t in sorted(tags, key=lambda t: -t.score):  # best first (the tagger's order; said here for the table)
-                table.add_row(t.tag, f"{t.score:.3f}", t.source)
+                table.add_row(t.tag, f"{t.score:.3f}", t.source, t.concept or "-", t.english or "-")
             out.print(table)

@@ -7,15 +7,13 @@ from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 import numpy as np
-from fastapi import Depends, Form, Header, HTTPException, Path, Query, Response, UploadFile, status
+from fastapi import Form, HTTPException, Path, UploadFile, status
 from PIL import Image
 from pydantic import BeforeValidator
 
-from app.accept_language import accepted_languages
 from app.engine import Engine
 from app.schemas.images import ImageInfo, ImageMetadata
 from indexer.images import ImageDecodeError, decode_image
-from indexer.places import names_places
 from indexer.store.metadata import ImageRecord
 
 T = TypeVar("T")
@@ -64,46 +62,6 @@ def image_info(engine: Engine, record: ImageRecord, language: str = "en") -> Ima
         thumbnail_url=thumbnail_url(record.id),
         metadata=ImageMetadata.from_record(record, engine.records.folders.shown).in_language(language),
     )
-
-
-# ------------------------------------------------------------------ the reader's language (issue 59)
-_LANGUAGE = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
-AcceptLanguage = Annotated[
-    str | None,
-    Header(
-        alias="Accept-Language",
-        description="The reader's languages: place lines (`metadata.place`) are shown in the best of them that the "
-        "Unicode CLDR has names in, else English.",
-    ),
-]
-
-
-def reader_language(response: Response, accept_language: AcceptLanguage = None) -> str:
-    """The language answers are shown in: the Accept-Language header's best language that CLDR names places in,
-    else English (the answer varies with the header: caches must key on it)."""
-    response.headers["Vary"] = "Accept-Language"
-    return next((code for code in accepted_languages(accept_language) if names_places(code)), "en")
-
-
-ReaderLanguage = Annotated[str, Depends(reader_language)]
-
-
-def info_language(
-    response: Response,
-    accept_language: AcceptLanguage = None,
-    lang: Annotated[
-        str | None,
-        Query(
-            max_length=35,
-            pattern=_LANGUAGE,
-            description="Show the place line in this language (BCP 47: fr, pt-BR, zh-TW). Absent: Accept-Language.",
-        ),
-    ] = None,
-) -> str:
-    return lang if lang is not None else reader_language(response, accept_language)
-
-
-InfoLanguage = Annotated[str, Depends(info_language)]
 
 
 async def read_upload(upload: UploadFile, limit: int) -> bytes:

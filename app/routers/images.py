@@ -21,12 +21,11 @@ from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Reques
 from fastapi.responses import FileResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from app.accept_language import InfoLanguage, ReaderLanguage
 from app.admin_keys import FailedKeys
 from app.engine import Engine, EngineDep
 from app.routers.common import (
     ImageId,
-    InfoLanguage,
-    ReaderLanguage,
     decode_or_422,
     image_info,
     read_upload,

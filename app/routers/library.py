@@ -13,8 +13,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 
+from app.accept_language import ReaderLanguage
 from app.engine import Engine, EngineDep
-from app.routers.common import IMAGE_URL, PREVIEW_URL, THUMBNAIL_URL, ReaderLanguage
+from app.routers.common import IMAGE_URL, PREVIEW_URL, THUMBNAIL_URL
 from app.routers.search import FilterDep, described
 from app.schemas.library import LibraryMonths, LibraryPage, LibraryPhoto, MonthCountOut
 from app.stacking import current_stacks, stack_info

@@ -26,6 +26,7 @@ from typing import Annotated, Literal
 import numpy as np
 from fastapi import APIRouter, Depends, File, HTTPException, Query, UploadFile, status
 
+from app.accept_language import ReaderLanguage
 from app.engine import Engine, EngineDep
 from app.language_names import language_names
 from app.routers.common import (
@@ -33,7 +34,6 @@ from app.routers.common import (
     PREVIEW_URL,
     THUMBNAIL_URL,
     FormImageId,
-    ReaderLanguage,
     record_or_404,
     upload_vector,
 )
@@ -42,10 +42,8 @@ from app.stacking import current_stacks, stack_info
 from indexer.duplicate_stacks import Stacks
 from indexer.filtered_view import FilteredImages, by_date
 from indexer.image_index import Hit
-from indexer.query.clc import ClcError, ClcMode
-from indexer.query.pipeline import checked_query, confident_language
-from indexer.relevance import DEFAULT_Z, cutoff_count
-from indexer.relevance import POOL as CUTOFF_POOL
+from indexer.query.consistency import ClcError, ClcMode
+from indexer.query.pipeline import CUTOFF_POOL, DEFAULT_Z, checked_query, confident_language, cutoff_count
 from indexer.search_filters import FilterError, PhotoFilter
 
 # ------------------------------------------------------------------ filters and sort

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, File, Header, HTTPException, Query, Response, UploadFile, status
-from pydantic import BaseModel, Field
 
 from app.accept_language import preferred_language
 from app.engine import Engine, EngineDep
 from app.routers.common import ImageId, decoded_and_then, image_decode_side, read_upload, record_or_404
 from app.routers.images import verified_bytes_or_404
+from app.schemas.tagging import TagOut, TagResponse
 from indexer.images import ImageDecodeError, decode_image
 from indexer.store.metadata import ImageRecord
 from indexer.tagging.caption_source import CaptionIndexRetriever
@@ -27,15 +27,6 @@ from indexer.tagging.tagger import Tag, Tagger, UnknownLanguageError
 router = APIRouter(tags=["tagging"])
 
 MAX_LANGS = 16
-
-
-class TagOut(BaseModel):
-    tag: str = Field(max_length=200, description="Target-language tag from that language's vocabulary.")
-    score: float = Field(description="W1·cos(image, tag) + W2·cos(source, tag) (eq. 5 of the M3L paper).")
-    source: str = Field(max_length=200, description="The English source tag this tag annotates.")
-
-
-TagResponse = dict[str, list[TagOut]]
 
 
 def load_tagger_component(engine: Engine) -> None:
@@ -91,12 +82,15 @@ def _langs(tagger: Tagger, lang: str | None, accept_language: str | None, respon
     "/tag",
     response_model=TagResponse,
     summary="Tags for an image in several languages",
-    description="One tag per English source tag (ImageNet classes of the CNN, or words of the nearest English "
-    "captions), chosen from each language's vocabulary by W1·cos(image, tag) + W2·cos(source, tag), best score "
-    "first, without near-synonyms (the same English sense twice, or vectors too close). Vocabularies ship for about "
-    "40 languages; a language's first request embeds its vocabulary (seconds, once per text encoder). Without "
-    "`lang`: the Accept-Language header's best language that has a vocabulary, else en. "
-    'Answer: `{"fr": [{"tag": "rive", "score": 0.41, "source": "bank"}, ...], "de": [...]}`.',
+    description="By default (`source=concepts`) the photo ranks the concept lexicon's concepts (about 10,000 "
+    "WordNet nouns: the CNN's ImageNet classes gathered up the hierarchy, and the text side's similarity to each "
+    "concept's English name) and every language names the same ranked concepts, whatever caption collection is "
+    "indexed; no three tags from one chain (beagle, hound, dog). Each tag carries its `concept` (a WordNet synset) "
+    "and `english` name. Other sources give one tag per English source tag (ImageNet classes, or words of the "
+    "nearest English captions), chosen from each language's vocabulary by W1·cos(image, tag) + W2·cos(source, "
+    "tag). Without `lang`: the Accept-Language header's best language that has names, else en. "
+    'Answer: `{"fr": [{"tag": "chien", "score": 1.2, "source": "lexicon", "concept": "02084071-n", '
+    '"english": "dog"}, ...], "de": [...]}`.',
 )
 async def tag_upload(
     engine: EngineDep,
@@ -107,8 +101,11 @@ async def tag_upload(
     accept_language: AcceptLanguage = None,
     k: Annotated[int | None, Query(ge=1, le=500, description="Tags per language (default 10, at most max_k).")] = None,
     source: Annotated[
-        Literal["auto", "imagenet", "captions"] | None,
-        Query(description="English source tags; default from settings (auto: captions if indexed)."),
+        Literal["concepts", "auto", "imagenet", "captions"] | None,
+        Query(
+            description="How tags are chosen: concepts (the default of POLYGLOT_TAG_SOURCE), or English source "
+            "tags from imagenet, captions, auto (captions if indexed)."
+        ),
     ] = None,
 ) -> TagResponse:
     await engine.run(tagger.refresh)  # vocabularies built with `polyglot tags vocab build` while serving

@@ -21,6 +21,7 @@ SOURCE_LANG = "en"
 
 
 class SourceKind(StrEnum):
+    CONCEPTS = "concepts"  # no English source tags: the lexicon's concepts ranked by the photo (tagging/concepts.py)
     IMAGENET = "imagenet"
     CAPTIONS = "captions"
 

@@ -1,4 +1,7 @@
-"""``Tagger``: an image → tags in the requested languages, chosen with the image as context (§3.3.2).
+"""``Tagger``: an image → tags in the requested languages, chosen with the image as context.
+
+By default the photo ranks the concept lexicon's concepts and each language names them (:mod:`.concepts`); the
+other sources give one tag per English source tag (§3.3.2 of the M3L paper: ImageNet classes or caption words).
 
 Construction does no I/O; :meth:`Tagger.from_settings` loads the models and the vocabularies. After that,
 :meth:`tag` is safe to call from several threads: the encoders are thread-safe, vocabularies are swapped
@@ -20,6 +23,7 @@ from PIL import Image
 from indexer.encoders.base import ImageEncoder
 from indexer.image_space import ImageSpace
 from indexer.settings import TaggingSettings
+from indexer.tagging.concepts import ConceptTagger
 from indexer.tagging.ranking import assign_tags, by_score, contextual_tags
 from indexer.tagging.shipped import ShippedVocabularies
 from indexer.tagging.source_tags import (
@@ -54,10 +58,18 @@ class UnknownLanguageError(ValueError):
 class Tag:
     tag: str
     score: float
-    source: str
+    source: str  # concept tags: where the name is from (lexicon, vocabulary); else the English source tag
+    concept: str | None = None  # the lexicon concept the tag names (WordNet synset, e.g. 02084071-n)
+    english: str | None = None  # that concept's English name (else the English source tag)
 
-    def as_dict(self) -> dict[str, str | float]:
-        return {"tag": self.tag, "score": round(self.score, 6), "source": self.source}
+    def as_dict(self) -> dict[str, str | float | None]:
+        return {
+            "tag": self.tag,
+            "score": round(self.score, 6),
+            "source": self.source,
+            "concept": self.concept,
+            "english": self.english,
+        }
 
 
 class Tagger:
@@ -72,8 +84,10 @@ class Tagger:
         fingerprint: str | None = None,
         store: VocabularyStore | None = None,
         shipped: ShippedVocabularies | None = None,
+        concepts: ConceptTagger | None = None,
     ) -> None:
         self.image_encoder = image_encoder
+        self.concepts = concepts  # the concept lexicon's tagger (None: English source tags only)
         self.text = text
         self.image_space = image_space
         self.settings = settings
@@ -121,9 +135,11 @@ class Tagger:
 
     @property
     def languages(self) -> list[str]:
-        """Languages with a built or a shipped vocabulary."""
+        """Languages with a built or a shipped vocabulary, and (tagging by concept) names in the concept lexicon."""
         shipped = self.shipped.languages if self.shipped is not None else []
-        return sorted(set(self._vocabularies) | set(shipped))
+        by_concept = self.concepts is not None and self.settings.source == SourceKind.CONCEPTS
+        concepts = self.concepts.languages if self.concepts is not None and by_concept else []
+        return sorted(set(self._vocabularies) | set(shipped) | set(concepts))
 
     def vocabulary(self, lang: str) -> Vocabulary:
         """The vocabulary of ``lang``: the one built beside the index, else the shipped one (embedded now if this
@@ -167,6 +183,12 @@ class Tagger:
 
     def source_kind(self, kind: str | None = None) -> SourceKind:
         chosen = kind or self.settings.source
+        if chosen == SourceKind.CONCEPTS:
+            if self.concepts is not None:
+                return SourceKind.CONCEPTS
+            if kind is not None:
+                raise ValueError("concept tags need the concept lexicon; none is loaded")
+            chosen = "auto"  # a tagger made without a lexicon (tests' tiny models): English source tags
         if chosen == "auto":
             return SourceKind.CAPTIONS if self.captions is not None else SourceKind.IMAGENET
         if chosen == SourceKind.CAPTIONS and self.captions is None:
@@ -254,7 +276,30 @@ class Tagger:
                 max_similarity=self.settings.max_similarity,
             )
         written = vocabulary.display or vocabulary.words
-        return [Tag(written[r.target], r.score, sources[r.source]) for r in by_score(ranked)]
+        return [
+            Tag(written[r.target], r.score, sources[r.source], self.concept_of(sources[r.source]), sources[r.source])
+            for r in by_score(ranked)
+        ]
+
+    def concept_of(self, english: str) -> str | None:
+        """The lexicon concept an English source tag names (its commonest sense), if the lexicon has one."""
+        if self.concepts is None:
+            return None
+        found = self.concepts.lexicon.find(english, "en")
+        return found[0] if found else None
+
+    def concept_tags(
+        self, features: np.ndarray, image_vector: np.ndarray, langs: Sequence[str], k: int
+    ) -> dict[str, list[Tag]]:
+        """Tags by concept: one ranking of the lexicon's concepts for the photo, named in each language."""
+        assert self.concepts is not None
+        probabilities = None
+        if self.concepts.uses_classes:
+            probabilities = self.image_encoder.classify(features.reshape(1, -1))[0]
+        answers = self.concepts.tag(probabilities, image_vector, langs, k)
+        return {
+            lang: [Tag(t.name, t.score, t.source, t.concept, t.english) for t in tags] for lang, tags in answers.items()
+        }
 
     def tag_features(
         self, features: np.ndarray, langs: Sequence[str], k: int, source: str | None = None
@@ -264,11 +309,13 @@ class Tagger:
         features = np.asarray(features, dtype=np.float32).reshape(-1)
         image_vector = self.image_space.apply(features)[0]
         kind = self.source_kind(source)
+        if kind is SourceKind.CONCEPTS:
+            return self.concept_tags(features, image_vector, langs, k)
         try:
             sources = self.source_tags(features, image_vector, kind, k)
         except ValueError:
-            if (source or self.settings.source) != "auto":
-                raise
+            if (source or self.settings.source) not in ("auto", SourceKind.CONCEPTS):
+                raise  # asked for captions by name (concepts here: a tagger without a lexicon, as auto)
             # auto and no English captions indexed (yet): the CNN's classes still give source tags.
             sources = self.source_tags(features, image_vector, SourceKind.IMAGENET, k)
         return {lang: self.rank(image_vector, sources, lang) for lang in langs}
@@ -276,7 +323,8 @@ class Tagger:
     def tag(
         self, image: Image.Image, langs: Sequence[str], k: int | None = None, source: str | None = None
     ) -> dict[str, list[Tag]]:
-        """``{lang: [Tag, ...]}``: up to ``k`` tags per language, one per English source tag, best score first."""
+        """``{lang: [Tag, ...]}``: up to ``k`` tags per language, best score first (by concept: one ranking named in
+        every language; else one tag per English source tag)."""
         k = self.settings.default_k if k is None else k
         if not 1 <= k <= self.settings.max_k:
             raise ValueError(f"k must be between 1 and {self.settings.max_k}, got {k}")

@@ -19,7 +19,7 @@ from PIL import Image
 
 from app.main import create_app
 from app.service_settings import ServiceSettings
-from indexer.relevance import DEFAULT_Z
+from indexer.query.pipeline import DEFAULT_Z
 
 pytest_plugins = ("api_fixtures",)
 

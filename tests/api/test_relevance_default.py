@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.service_settings import ServiceSettings
-from indexer.relevance import DEFAULT_Z, cutoff_count
+from indexer.query.pipeline import DEFAULT_Z, cutoff_count
 
 QUERY: dict[str, str | int] = {"q": "a dog runs on the beach", "lang": "en", "k": 60}
 

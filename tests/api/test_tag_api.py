@@ -38,7 +38,9 @@ def tag_client(service_settings: ServiceSettings) -> Iterator[TestClient]:  # no
     for lang, words in (("fr", FR_WORDS), ("de", DE_WORDS)):
         store.save(build_vocabulary(lang, Counter(dict.fromkeys(words, 3)), embed))
     # The fake tower's vectors are close together: no near-synonym rule, so that k tags always come back.
-    service_settings = service_settings.model_copy(update={"tagging": TaggingSettings(max_similarity=1.0)})
+    service_settings = service_settings.model_copy(
+        update={"tagging": TaggingSettings(max_similarity=1.0, source="auto")}
+    )
     app = create_app(service_settings, fake_engine_factory((), CAPTIONS))  # app/main.py loads the tagger
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client
@@ -120,10 +122,10 @@ def test_too_large_upload_is_413(tag_client: TestClient) -> None:
 def test_a_language_without_any_vocabulary_says_how_to_build(service_settings: ServiceSettings) -> None:  # noqa: F811
     app = create_app(service_settings, fake_engine_factory())
     with TestClient(app, raise_server_exceptions=False) as client:
-        response = post(client, {"lang": "eo"})
+        response = post(client, {"lang": "he"})  # Hebrew: no lexicon names, no vocabulary
     assert response.status_code == 422
-    assert "no tag vocabulary for eo" in response.json()["detail"]
-    assert "polyglot tags vocab build --lang eo" in response.json()["detail"]
+    assert "no tag vocabulary for he" in response.json()["detail"]
+    assert "polyglot tags vocab build --lang he" in response.json()["detail"]
 
 
 def test_a_vocabulary_built_while_serving_is_picked_up(
@@ -204,7 +206,7 @@ def test_shipped_vocabularies_answer_on_a_fresh_index(service_settings: ServiceS
     with TestClient(app, raise_server_exceptions=False) as client:
         assert not (service_settings.resolved_index_dir / "tags").exists()
         assert set(TEN) <= set(client.get("/v1/languages").json()["tag_languages"])
-        response = post(client, {"lang": ",".join(TEN), "k": 5})
+        response = post(client, {"lang": ",".join(TEN), "k": 5, "source": "imagenet"})
         assert response.status_code == 200, response.text
         body = response.json()
         assert list(body) == TEN
@@ -243,3 +245,38 @@ def test_openapi_documents_the_language_default(tag_client: TestClient) -> None:
         params = {p["name"]: p for p in spec["paths"][path][method]["parameters"]}
         assert params["Accept-Language"]["in"] == "header" and not params["lang"].get("required", False)
         assert "Accept-Language" in params["lang"]["description"]
+
+
+def test_tags_by_concept_name_one_ranking_in_every_language(service_settings: ServiceSettings, tmp_path: Path) -> None:  # noqa: F811
+    """The default source: each tag carries its concept and English name, whatever captions are indexed."""
+    from indexer.asset_paths import SHIPPED_CONCEPTS
+    from indexer.concepts import ConceptLexicon
+
+    lexicon = ConceptLexicon.load(SHIPPED_CONCEPTS)
+    answers = []
+    for captions in ((), CAPTIONS):
+        with TestClient(create_app(service_settings, fake_engine_factory((), captions))) as client:
+            response = post(client, {"lang": "en,fr,de", "k": 4})
+            assert response.status_code == 200, response.text
+            answers.append(response.json())
+            photo = tmp_path / "red.png"
+            photo.write_bytes(png())
+            engine = client.app.state.engine  # type: ignore[attr-defined]
+            engine.images.add_paths([photo], progress=False)
+            indexed = client.get(f"/v1/images/{engine.images.list()[0].id}/tags", params={"lang": "fr", "k": 4})
+            assert indexed.status_code == 200 and indexed.json()["fr"] == response.json()["fr"]
+    assert answers[0] == answers[1]  # the caption collection changes nothing
+    body = answers[0]
+    for tags in body.values():
+        assert len(tags) == 4
+        for t in tags:
+            assert t["english"] == lexicon.english(t["concept"]) and t["source"] in ("lexicon", "vocabulary")
+    assert [t["tag"] for t in body["en"]] == [t["english"] for t in body["en"]]
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["TagOut"]["properties"]
+    assert schema["concept"]["anyOf"][0]["maxLength"] == 10
+
+
+def test_concepts_source_is_a_query_choice(tag_client: TestClient) -> None:
+    response = post(tag_client, {"lang": "fr", "k": 3, "source": "concepts"})
+    assert response.status_code == 200 and all(t["concept"] for t in response.json()["fr"])
+    assert post(tag_client, {"lang": "fr", "source": "wordnet"}).status_code == 422

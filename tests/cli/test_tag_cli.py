@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 import indexer.query as query
 from app.cli import cli
+from indexer.asset_paths import SHIPPED_CONCEPTS
 
 runner = CliRunner()
 ROWS = [
@@ -66,11 +67,12 @@ def test_tag_an_image_as_json(cli_env: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("POLYGLOT_TAG_MAX_SIMILARITY", "1")  # the fake tower's vectors are close: keep near-synonyms
     assert invoke("tags", "vocab", "build", "--lang", "fr", "captions.jsonl", "--min-count", "1", "-q")[0] == 0
     image = write_random_images(cli_env / "photos", 1)[0]
-    code, output = invoke("tag", str(image), "--lang", "fr", "--k", "3", "--json")
+    code, output = invoke("tag", str(image), "--lang", "fr", "--k", "3", "--json", "--source", "imagenet")
     assert code == 0, output
     tags = json.loads(output)["fr"]
     assert len(tags) == 3
     assert {t["source"] for t in tags} == {"red", "green", "blue"}  # the fake CNN's three classes
+    assert {t["english"] for t in tags} == {"red", "green", "blue"}
     assert len({t["tag"] for t in tags}) == 3
 
 
@@ -85,8 +87,8 @@ def test_user_mistakes_are_one_line_errors(cli_env: Path) -> None:
     code, output = invoke("tag", "captions.jsonl", "--lang", "fr")
     assert code == 2 and "not an image" in output
     image = write_random_images(cli_env / "photos", 1)[0]
-    code, output = invoke("tag", str(image), "--lang", "eo")
-    assert code == 2 and "no tag vocabulary for eo" in output and "available languages: af, ar" in output
+    code, output = invoke("tag", str(image), "--lang", "he")  # Hebrew: no lexicon names, no vocabulary
+    assert code == 2 and "no tag vocabulary for he" in output and "available languages: af, ar" in output
     code, output = invoke("tag", str(image), "--lang", "fr", "--source", "wiki")
     assert code == 2 and "unknown --source" in output
     assert "Traceback" not in output
@@ -100,7 +102,7 @@ def test_tag_uses_the_indexed_english_captions_when_present(cli_env: Path) -> No
     index.add([Caption("en", "a dog runs on the beach"), Caption("en", "a red car in the street")])
     index.close()
     image = write_random_images(cli_env / "photos", 1)[0]
-    code, output = invoke("tag", str(image), "--lang", "fr", "--k", "2", "--json")
+    code, output = invoke("tag", str(image), "--lang", "fr", "--k", "2", "--json", "--source", "auto")
     assert code == 0, output
     sources = {t["source"] for t in json.loads(output)["fr"]}
     assert sources <= {"dog", "runs", "beach", "red", "car", "street"}
@@ -117,13 +119,13 @@ def test_shipped_vocabularies_tag_on_a_fresh_index(cli_env: Path) -> None:
     from indexer.tagging.shipped import ShippedWords
 
     image = write_random_images(cli_env / "photos", 1)[0]
-    code, output = invoke("tag", str(image), "--lang", ",".join(TEN), "--k", "3", "--json")
+    code, output = invoke("tag", str(image), "--lang", ",".join(TEN), "--k", "3", "--json", "--source", "imagenet")
     assert code == 0, output
     answer = json.loads(output)
     assert list(answer) == TEN
     for lang, tags in answer.items():
         assert tags and {t["tag"] for t in tags} <= set(ShippedWords(lang, SHIPPED_TAGS / f"{lang}.tsv").shown)
-    code, output = invoke("tag", str(image), "--lang", "fr,de", "--k", "3")
+    code, output = invoke("tag", str(image), "--lang", "fr,de", "--k", "3", "--source", "imagenet")
     assert code == 0, output
     for lang in ("fr", "de"):
         table = output.split(f"— {lang}")[1].split("—")[0]
@@ -185,3 +187,45 @@ def test_ship_keeps_more_translations_per_class_name_when_asked(cli_env: Path) -
         "citation_forms": True,
         "borrowed_animal_names": False,
     }
+
+
+def test_tags_by_concept_carry_the_concept_in_every_language(cli_env: Path) -> None:
+    """The default: one ranking of the lexicon's concepts, named in each language; captions indexed or not."""
+    from indexer.captions import Caption, CaptionIndex
+    from indexer.concepts import ConceptLexicon
+
+    lexicon = ConceptLexicon.load(SHIPPED_CONCEPTS)
+    image = write_random_images(cli_env / "photos", 1)[0]
+    code, output = invoke("tag", str(image), "--lang", "en,fr,eu", "--k", "5", "--json")
+    assert code == 0, output
+    answer = json.loads(output)
+    assert list(answer) == ["en", "fr", "eu"]  # Basque: names from the lexicon only, no vocabulary ships
+    for lang, tags in answer.items():
+        assert len(tags) == 5
+        for t in tags:
+            assert t["concept"] in lexicon and t["english"] == lexicon.english(t["concept"])
+            assert t["source"] in ("lexicon", "vocabulary")
+            if t["source"] == "lexicon":
+                assert t["tag"] in lexicon.names(t["concept"], lang)
+    assert [t["tag"] for t in answer["en"]] == [t["english"] for t in answer["en"]]
+    index = CaptionIndex.open(cli_env / "home/index/captions", fake_text_embedder(), None)
+    index.add([Caption("en", "a dog runs on the beach"), Caption("en", "a red car in the street")])
+    index.close()
+    code, again = invoke("tag", str(image), "--lang", "en,fr,eu", "--k", "5", "--json")
+    assert code == 0 and json.loads(again) == answer  # the caption collection changes nothing
+    code, table = invoke("tag", str(image), "--lang", "fr", "--k", "2")
+    assert code == 0 and answer["fr"][0]["concept"] in table
+
+
+def test_a_damaged_lexicon_is_one_line_naming_the_file(cli_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    broken = cli_env / "concepts"
+    shutil.copytree(SHIPPED_CONCEPTS, broken)
+    names = broken / "names" / "fr.tsv"
+    names.write_bytes(names.read_bytes()[:1000])
+    monkeypatch.setenv("POLYGLOT_TAG_LEXICON_DIR", str(broken))
+    image = write_random_images(cli_env / "photos", 1)[0]
+    code, output = invoke("tag", str(image), "--lang", "fr")
+    assert code == 2 and "Traceback" not in output
+    assert str(names) in "".join(output.split("\n")) and "truncated" in output

@@ -144,7 +144,9 @@ def test_a_tall_screen_fills_with_results(live_server: str, pages) -> None:  # t
 
 def test_phone_heic_preview_and_favicon(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
     page = pages(390, 844)
-    page.goto(live_server + "/?folder=iphone13")  # a word no temporary path holds: folder= matches the start of any word of a path
+    page.goto(
+        live_server + "/?folder=iphone13"
+    )  # a word no temporary path holds: folder= matches the start of any word of a path
     page.wait_for_selector(".card")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert page.is_visible("#folder")  # a filter is set: the filters show what is applied
