@@ -52,7 +52,7 @@ class ServiceSection(BaseSettings):
         le=64,
         description="Search threads of the text-search micro-batcher, each running one batch at a time. With the "
         "student's int8 graph (one intra-op thread) 2 keep both cores encoding: on 2 cores, 8 clients, 166-226 "
-        "req/s per language against 128-204 with 1 (benchmarks/load_search-student.md); 1 gave the largest "
+        "req/s per language against 128-204 with 1 (benchmarks/load_search.py); 1 gave the largest "
         "batches when the text encoder was mUSE (605 req/s against 512).",
     )
     images_dir: Path | None = Field(default=None, description="Folder indexed by `polyglot serve` before serving.")

@@ -3,7 +3,7 @@
 For 300 word pairs of a MUSE dictionary (``../shared/data/lexicons/en-XX.tsv``; ImageNet class names and
 words spelled the same in both languages left out), each English word's mean-pooled hidden state after the
 first ``d`` layers retrieves its translation among the 300 by cosine (R@1). Training data only (the dictionaries),
-no dev set: this is what chose the student's depth (docs/student.md)::
+no dev set: this is what chose the student's depth (docs/model-card.md)::
 
     .venv/bin/python benchmarks/alignment_by_depth.py --langs de,zh,ru --out docs/results/student/alignment-by-depth.json
 """

@@ -8,7 +8,7 @@ other, taken minutes apart in the same run)::
 
     POLYGLOT_INDEX_DIR=var/index .venv/bin/python benchmarks/clc_latency.py --lexicons ../shared/data/lexicons \\
         --translation-corpus ../shared/data/m30k-text --classifier retrieval=var/clc/retrieval \\
-        --classifier gloss=var/clc/gloss --json docs/results/r15/latency.json
+        --classifier gloss=var/clc/gloss --json docs/results/clc/latency.json
 """
 
 from __future__ import annotations

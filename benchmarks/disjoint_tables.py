@@ -1,7 +1,7 @@
-"""The round-7 tables (issue 16) from docs/results/r7/*.json, in the layout of Kádár et al.'s Tables 2–6: per
+"""The disjoint-collection tables from docs/results/disjoint/*.json, in the layout of Kádár et al.'s Tables 2–6: per
 language I→T R@1, T→I R@1, Sum (of R@1/5/10 both ways, in %) and mR; Sum(Sum) over the table's languages.
 
-usage: python benchmarks/disjoint_tables.py [docs/results/r7] > docs/results/r7/tables.md
+usage: python benchmarks/disjoint_tables.py [docs/results/disjoint] > docs/results/disjoint/tables.md
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def hubness(folder: Path) -> str:
 
 
 def main() -> None:
-    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/results/r7")
+    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/results/disjoint")
     print("\n".join(table(title, langs, rows, folder) for title, langs, rows in TABLES))
     print(hubness(folder))
 

@@ -4,7 +4,7 @@ The same functions as ``polyglot train --method …`` (``training/align/alignmen
 (en caption, de translation, image), 10 % of the train images held out for selection; caption→caption R@1 and
 BLEU+1 both ways on the held-out triplets and on the dev split (reported, never used to choose)::
 
-    .venv/bin/python benchmarks/dpcca_sweep.py --text-encoder muse --json docs/results/r6/dpcca-sweep-muse.json
+    .venv/bin/python benchmarks/dpcca_sweep.py --text-encoder muse --json docs/results/align/dpcca-sweep-muse.json
 
 Grid: closed-form CCA/PCCA with ε ∈ {1e-3, 1e-2, 0.1, 1} and L ∈ {128, 256}; DCCA_NOI and DPCCA A/B with
 2 tanh hidden layers of the input width, L = 128, ρ = 0.9, batch 128, lr ∈ {1e-3, 1e-4}, ≤ 60 epochs with

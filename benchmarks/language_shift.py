@@ -1,5 +1,5 @@
-"""Does a per-language mean shift of the student's trunk output help queries outside English? (issue 33, fifteenth
-session: measured and not kept.)
+"""Does a per-language mean shift of the student's trunk output help queries outside English? (Measured; not part
+of serving.)
 
 Each language's offset from English in the trunk's output (384-d, before the head) is the mean of
 ``trunk(translation) − trunk(English word)`` over ``--pairs`` training dictionary pairs (MUSE, the words term's own
@@ -7,7 +7,7 @@ pairs: never the wide set's names). A query in that language is shifted by ``−
 before the head; the served pipeline then ranks the wide dev set's photos as ``polyglot evaluate`` does::
 
     POLYGLOT_E5_PRECISION=int8 .venv/bin/python benchmarks/language_shift.py --tower var/students/w12r10 \
-        --alphas 0,0.5,1 --json docs/results/student/language-shift-w12r10.json
+        --alphas 0,0.5,1 --json docs/results/student/language-shift.json
 
 Prints the wide dev R@10 per language for each ``alpha`` (0 = what ``/search`` serves).
 """

@@ -7,7 +7,7 @@ POLYGLOT_TOWER_PATH), query cache off (every query is a distinct caption, so eac
 
     .venv/bin/python benchmarks/load_search.py --seconds 20
     .venv/bin/python benchmarks/load_search.py --client wrk --clients 1,8 --langs en,de,fr,cs,pt,zh,ja,ru,id,tr \
-        --per-lang --repeat 3 --out benchmarks/load_search-student.json --md benchmarks/load_search-student.md
+        --per-lang --repeat 3 --out benchmarks/load_search.json --md benchmarks/load_search.md
 
 ``--per-lang`` adds each language on its own (issue 23's per-language targets), ``--mixed-by-lang`` (wrk) one
 wrk per language at once, for each language's own latency under the mixed load.

@@ -1,4 +1,4 @@
-"""Prepare an index folder of a million photos for the service (the end-to-end run of ``docs/scale.md``).
+"""Prepare an index folder of a million photos for the service (the end-to-end run of ``docs/deployment.md``).
 
 Writes, in ``--folder``: an ``ivf-pq-mmap`` index of ``--n`` vectors (the real dev vectors + synthetic ones,
 ``benchmarks/scale_data.py``) under ids 1..n, the sidecar (encoder and image space copied from the real index,

@@ -1,8 +1,8 @@
 """SMALR towers at query time: parameter counts next to the shipped towers, single-query latency, and the cost
-of the image-branch choice (docs/results.md, "Issue 15: SMALR").
+of the image-branch choice.
 
     POLYGLOT_MODELS_DIR=/path/to/var/models python benchmarks/smalr_query.py var/towers/la var/towers/hem \
-        var/towers/smalr --data ../shared/data/m30k-f8k --json docs/results/r15/query.json
+        var/towers/smalr --data ../shared/data/m30k-f8k --json docs/results/smalr/query.json
 
 Latency: one query at a time (the service embeds a request's query alone), the dev captions of each language in
 turn, through ``load_text_tower`` (the served loading path) and ``embed(texts, langs)``; the machine's load

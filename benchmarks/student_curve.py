@@ -4,7 +4,7 @@ Reads the run's ``train-log.jsonl`` (``polyglot train student`` writes a line ev
 held-out checks every ``eval_every``)::
 
     .venv/bin/python benchmarks/student_curve.py var/students/w12f10/train-log.jsonl \\
-        --md docs/results/student/curve-w12f10.md --json docs/results/student/curve-w12f10.json
+        --md docs/results/student/curve.md --json docs/results/student/curve.json
 """
 
 from __future__ import annotations

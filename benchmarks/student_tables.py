@@ -2,15 +2,15 @@
 with each language's ratio to English (the issue's "≥ 0.75× English" / "≥ 0.90× English" targets)::
 
     .venv/bin/python benchmarks/student_tables.py --wide "label-bridge=docs/results/student/wide-label-bridge.json" \\
-        --wide "student=docs/results/student/wide-w12f10-fp32.json" \\
-        --flickr "student=docs/results/student/flickr-w12f10-fp32.json" --md docs/results/student/round-tables.md
+        --wide "student=docs/results/student/wide-served-int8.json" \\
+        --flickr "student=docs/results/student/flickr-served-int8.json" --md docs/results/student/tables.md
 
 ``--ratios`` writes every cell as ``R@10 (ratio to that row's English)`` and counts the languages at the set's target;
 ``--by-source`` adds a Flickr column per caption source (``LANG:SOURCE``) from the ``--by-source`` file written beside
 each Flickr file (``NAME.src.json``)::
 
     .venv/bin/python benchmarks/student_tables.py --ratios --by-source \\
-        --flickr "student=docs/results/student/flickr-w12a15f-int8-s19.json" --md out.md
+        --flickr "student=docs/results/student/flickr-served-int8.json" --md out.md
 """
 
 from __future__ import annotations

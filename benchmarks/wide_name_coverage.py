@@ -92,7 +92,7 @@ def main() -> None:
     names = json.loads(args.labels.read_text(encoding="utf-8"))
     human = {code.lower(): {text.lower() for text in texts} for code, (_classes, texts) in names.items()}
     lines = [
-        "| lang | names | a training class name (rounds 1–3) | (round 4) | a dictionary word | every word in the dictionary |",
+        "| lang | names | a training class name (English names) | (every WordNet name) | a dictionary word | every word in the dictionary |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for code, (_classes, texts) in sorted(names.items()):

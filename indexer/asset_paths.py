@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ASSETS = Path(__file__).resolve().parent / "assets"
-SHIPPED_STUDENT = ASSETS / "student"  # the served text side (docs/student.md; its README is the model card)
+SHIPPED_STUDENT = ASSETS / "student"  # the served text side (docs/model-card.md; its README is the training run's card)
 SHIPPED_TAGS = ASSETS / "tags"  # tag vocabularies, words only: <lang>.tsv (docs/tagging.md, its README.md)
 # The concept lexicon: WordNet noun concepts with their names in many languages (indexer/concepts/lexicon.py;
 # built by training/concepts/build.py; its README is the data card, NOTICE the sources' licences).
@@ -43,5 +43,5 @@ IMAGE_INT8_RANGES = {"efficientnet-lite2": ASSETS / "image-int8" / "efficientnet
 def shipped_tower_path(text_encoder: str | None = None) -> Path:
     """The served text side unless POLYGLOT_TOWER_PATH says otherwise: the tower shipped for ``text_encoder``
     (POLYGLOT_TEXT_ENCODER) when there is one, else the trained student (``indexer/assets/student``,
-    :mod:`indexer.student`; docs/student.md)."""
+    :mod:`indexer.student`; docs/model-card.md)."""
     return ENCODER_TOWERS.get(text_encoder or "", SHIPPED_STUDENT)

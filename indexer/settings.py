@@ -69,7 +69,7 @@ class ModelSettings(BaseSettings):
         description="The ONNX graph of the student's trunk (and of e5-small in research towers): 'fp32' (the 4-bit "
         "weights' float model), 'int8' (dynamic quantisation, ~2.5x faster on a CPU with VNNI; a calibrated "
         "student's int8 graph is smoothed first and keeps every dev language's recall within 0.01 of fp32; "
-        "docs/student.md) or 'auto': int8 for a calibrated student, fp32 for anything else.",
+        "docs/model-card.md) or 'auto': int8 for a calibrated student, fp32 for anything else.",
     )
     image_precision: Literal["int8", "fp32"] = Field(
         default="int8",
@@ -172,9 +172,9 @@ class QuerySettings(BaseSettings):
     caption_search_fallback: Literal["sentence", "tower"] = Field(
         default="sentence",
         description="Language pairs without an alignment: 'sentence' ranks the text encoder's sentence embeddings "
-        "(the student's trunk) by cosine, 'tower' the captions' image-space vectors (docs/results.md compares them).",
+        "(the student's trunk) by cosine, 'tower' the captions' image-space vectors (benchmarks/caption_search_eval.py compares them).",
     )
-    # Cross-lingual consistency (training/clc/consistency.py, docs/results.md "Issue 15"): queries also scored by their
+    # Cross-lingual consistency (training/clc/consistency.py): queries also scored by their
     # translations. Off unless asked per request (/search?clc=) or here.
     clc: Literal["off", "average", "classifier"] = Field(
         default="off",

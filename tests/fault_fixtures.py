@@ -88,7 +88,7 @@ def pg_proxy() -> Iterator[TcpProxy]:
 
 @pytest.fixture
 def milvus_proxy(milvus_uri: str) -> Iterator[TcpProxy]:
-    """The session's Milvus server behind a :class:`TcpProxy`: ``down()`` is a Milvus that went away (every
+    """The test run's Milvus server behind a :class:`TcpProxy`: ``down()`` is a Milvus that went away (every
     connection cut, new ones refused), ``up()`` the same server back with its data.
 
     Why not kill and restart the server process itself: the ``milvus`` package's standalone server (2.3.5),

@@ -1,4 +1,4 @@
-"""Where the lab's shipped assets are: the research towers and caption alignments of docs/results.md, kept to
+"""Where the lab's shipped assets are: the research towers and caption alignments, kept to
 measure and compare against the served student (nothing serves them unless POLYGLOT_TOWER_PATH names one). They
 are not in the product's package data or its Docker image."""
 

@@ -13,7 +13,7 @@ dictionaries (frequent, general words have many: a prior that needs no corpus); 
 sharing its stem (inflection: ``vodě`` → ``voda``); otherwise it is kept (names, numbers).
 
 Used by CLC's gloss translator (:mod:`training.translation.gloss`, POLYGLOT_CLC_LEXICONS_DIR). Scoring every
-``/search`` query with its gloss (docs/results.md, round 5) left the serving path with the student (issue 23).
+``/search`` query with its gloss is not part of serving: the student reads every language itself.
 """
 
 from __future__ import annotations

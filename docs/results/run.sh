@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One experiment of docs/results.md: train a tower and store its dev recalls.
+# One tower experiment: train a tower and store its dev recalls.
 # usage: docs/results/run.sh NAME [polyglot train options...]   (run from the repository root)
 set -euo pipefail
 name=$1

@@ -5,7 +5,7 @@ saves it, read back for serving caption→caption search (:mod:`indexer.captions
 one L-dimensional space where a caption and its translation are close (Rotman et al. 2018, §3.2: no image at
 query time). A folder holds ``alignment.json`` (method, languages, text encoder, dimension, training report) and
 ``alignment.safetensors`` (``mean_x``, ``mean_y``, ``w``, ``v``, ``correlations``). The deep variants
-(``dcca-noi``, ``dpcca-*``) are research models (measured worse than PCCA, docs/results.md round 6) and are not
+(``dcca-noi``, ``dpcca-*``) are research models (measured worse than PCCA, ``benchmarks/dpcca_sweep.py``) and are not
 served.
 """
 

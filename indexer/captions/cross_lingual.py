@@ -5,10 +5,10 @@ Which space the two sides meet in, per (lang, target) pair:
 
 * ``pcca:<x>-<y>`` — a linear alignment trained for the pair (:mod:`indexer.captions.alignment`): the query's
   sentence embedding through the query language's map, each caption's through the target language's map, cosine
-  in the aligned space. Round 6 measured it above every other space on the dev task-1 translations.
+  in the aligned space. It measured above every other space on the dev task-1 translations.
 * otherwise the fallback (``POLYGLOT_CAPTION_SEARCH_FALLBACK``): ``sentence`` — the text encoder's sentence
   embeddings (the student's trunk; a research tower's frozen encoder) compared as they are — or ``tower`` — the captions' image-space vectors the caption index already
-  holds (docs/results.md, issue 14 follow-up, measures both).
+  holds (``benchmarks/caption_search_eval.py`` measures both).
 
 The caption vectors of a language in a sentence or aligned space are computed once and kept: in memory, checked
 against the caption index's current vectors of that language on every query (a write swaps in a new object, so

@@ -17,7 +17,7 @@ from its file to its vectors, in one place.
   the vectors stay those the shipped towers were trained on: cosine ≥ 0.999 to the C engine's (fp32 ≥ 0.9998,
   int8 ≥ 0.985; tests/encoders/test_onnx_e5.py). ``variant``: ``fp32`` (the engine's dev recall in every language) or
   ``int8`` (per-channel dynamic quantisation, ~2.5x faster, within 0.004 R@10 of the engine except Czech, 0.494
-  vs 0.514, where the language bridge amplifies the error; docs/results/issue13/README.md). The student's trunk
+  vs 0.514, where the language bridge amplifies the error; docs/results/e5-precision/README.md). The student's trunk
   (:mod:`indexer.student.encoder`) is this ONNX encoder with its own graph.
 
 e5 expects a ``query: `` or ``passage: `` prefix. Everything the text tower sees (captions while training,

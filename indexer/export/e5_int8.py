@@ -21,7 +21,7 @@ A few Linears may stay fp32 (``keep_fp32``): those whose int8 moves the student'
 cost, measured on training texts (:mod:`training.student.int8_sensitivity`) and kept in the delta file with the
 ranges. Smoothing alone left a dev language 0.001-0.002 outside the 0.01 rule in three runs in a row. Keeping 5 % of
 the multiplies in fp32 cuts the error on training texts by 12 % for 7 % more time, but it did not keep w12r10
-within the rule (wide Turkish −0.0154; docs/student.md, "Tenth round").
+within the rule (wide Turkish −0.0154; docs/model-card.md).
 
 The int8 weights may be rounded by GPTQ instead of to the nearest level (``rounding``): per Linear, a small integer
 correction of each weight's level, chosen at calibration on training texts (:mod:`training.student.int8_rounding`)

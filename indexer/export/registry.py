@@ -116,7 +116,7 @@ def int8_calibrated(folder: Path) -> bool:
 
 def student_precision(folder: Path, setting: str) -> Literal["int8", "fp32"]:
     """The student graph ``POLYGLOT_E5_PRECISION`` picks: ``auto`` is int8 for a calibrated student (its smoothed
-    int8 graph keeps every dev language's recall within 0.01 of fp32: docs/student.md) and fp32 for any other."""
+    int8 graph keeps every dev language's recall within 0.01 of fp32: docs/model-card.md) and fp32 for any other."""
     if setting == "auto":
         return "int8" if int8_calibrated(folder) else "fp32"
     return "int8" if setting == "int8" else "fp32"

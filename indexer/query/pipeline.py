@@ -100,7 +100,7 @@ def unshouted(text: str, lang: str | None = None) -> str:
     """``text`` in lower case (:func:`lower_case`, in ``lang``) when every cased letter of it is a capital ("PANDA",
     "KINDERWAGEN", "СЛОН", "KIRMIZI" in Turkish), else as typed. Case carries no meaning in such a query, and the
     encoders read capitals worse: the shipped student's wide-dev R@10 with every name in capitals is 0.476 outside
-    English (0.956 in English), 0.552 (0.979) with every name in lower case (docs/student.md). One capital ("A")
+    English (0.956 in English), 0.552 (0.979) with every name in lower case (docs/model-card.md). One capital ("A")
     and mixed case ("DNA test") stay as typed."""
     cased = [char for char in text if char.lower() != char.upper()]
     if len(cased) >= 2 and all(char.isupper() for char in cased):

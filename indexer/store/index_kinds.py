@@ -62,7 +62,7 @@ class VectorIndexSettings(BaseSettings):
     backend: Literal["faiss", "milvus"] = Field(
         default="faiss",
         description="faiss: in-process files in the index folder; milvus: a Milvus server or cluster "
-        "(docs/scale.md). Metadata stays in SQL either way.",
+        "(docs/deployment.md). Metadata stays in SQL either way.",
     )
     milvus_uri: str = Field(default="http://127.0.0.1:19530", description="Milvus server (backend=milvus).")
     milvus_token: str | None = Field(default=None, description="Milvus credentials 'user:password' or an API key.")

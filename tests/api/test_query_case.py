@@ -1,5 +1,5 @@
 """An all-capitals query is read in lower case (``indexer.query.pipeline.unshouted``): "PANDA" finds what "panda"
-finds. Measured on the shipped student in docs/student.md ("What case forms buy")."""
+finds. Measured on the shipped student in docs/model-card.md."""
 
 from __future__ import annotations
 

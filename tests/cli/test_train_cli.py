@@ -243,21 +243,22 @@ def test_an_alignment_in_the_new_spelling_records_it(toy: Path, tmp_path: Path) 
 
 
 def recorded_commands() -> list[str]:
-    """Every `polyglot train …` a shipped model card or the README records."""
+    """Every `polyglot train …` a shipped model card or the user's guide (README.md, docs/) records."""
     commands = []
     for card in sorted([*Path("indexer/assets").glob("**/*.json"), *Path("training/assets").glob("**/*.json")]):
         saved = json.loads(card.read_text())
         command = saved.get("command") or saved.get("training", {}).get("command")
         if isinstance(command, str) and command.startswith("polyglot train"):
             commands.append(command)
-    for line in Path("README.md").read_text().splitlines():
-        if ".venv/bin/polyglot train" in line:
-            commands.append(line.split(".venv/bin/", 1)[1].split("  #")[0].rstrip(" \\"))
+    for page in (Path("README.md"), Path("docs/usage.md"), Path("docs/model-card.md")):
+        for line in page.read_text().splitlines():
+            if ".venv/bin/polyglot train" in line:
+                commands.append(line.split(".venv/bin/", 1)[1].split("  #")[0].rstrip(" \\"))
     return commands
 
 
 def test_every_recorded_command_still_parses() -> None:
-    """Saved model cards (the old spelling) and the README (the new one) name options their family still has."""
+    """Saved model cards (the old spelling) and the user's guide (the new one) name options their family still has."""
     import shlex
 
     from typer.main import get_command

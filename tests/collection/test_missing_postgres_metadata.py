@@ -119,7 +119,7 @@ def test_an_empty_photo_table_is_refused_and_a_new_index_still_creates_its_table
 
 @pytest.mark.postgres
 def test_older_metadata_reconciles_to_what_both_contain(indexed: Settings, postgres_url: str, pg_schema: str) -> None:
-    """A dump taken before the last photos were added (README, Backups): the index opens with the photos both
+    """A dump taken before the last photos were added (docs/deployment.md, Backups): the index opens with the photos both
     know, as before; only metadata without a single row is refused."""
     run_sql(postgres_url, f'DELETE FROM "{pg_schema}".images WHERE id > 4')
     with open_index(indexed) as index:

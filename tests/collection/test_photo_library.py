@@ -347,7 +347,7 @@ def test_a_folder_of_mixed_formats_indexes_with_its_facts(
 def test_adding_again_fills_the_facts_of_rows_from_before_them(
     tmp_settings: Settings, tmp_path: Path, fake_encoder: FakeImageEncoder
 ) -> None:
-    """README: ``polyglot index add`` (or the watcher) fills the facts in for unchanged files it meets."""
+    """docs/photo-library.md: ``polyglot index add`` (or the watcher) fills the facts in for unchanged files it meets."""
     photo = write(tmp_path / "Lisbon", "beach.jpg", jpeg(seed=1, taken=datetime(2024, 7, 14, 18, 30), gps=LISBON))
     with ImageIndex.open(tmp_settings, encoder=fake_encoder, image_space=ImageSpace("l2")) as index:
         assert index.add_paths([photo], progress=False).added == 1

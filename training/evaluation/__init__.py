@@ -1,3 +1,3 @@
 """Measures: tower-level retrieval recalls (``evaluate``, ``retrieval_metrics``), what ``/search`` serves
-(``served_eval``, ``polyglot evaluate``), the markdown tables of docs/results.md (``report``), and the tagging
+(``served_eval``, ``polyglot evaluate``), markdown tables (``report``), and the tagging
 evaluation (``tagging_eval`` with its methods, metrics, tables, zero-shot check and lexicon baseline)."""

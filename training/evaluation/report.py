@@ -1,4 +1,4 @@
-"""Render ``polyglot evaluate`` JSON outputs as the markdown tables of docs/results.md.
+"""Render ``polyglot evaluate`` JSON outputs as markdown tables.
 
 ``python -m training.evaluation.report NAME=path.json ...`` prints one row per (run, language) with t2i/i2t R@1/5/10 and mR.
 """

@@ -26,7 +26,7 @@ from indexer.unit import unit_rows
 def class_prototypes(image_encoder: ImageEncoder) -> np.ndarray:
     """Where the classifier puts each class in the image space: the unit direction of its weight row minus the
     mean row. Against unit image vectors this ranks photos by that class's logit relative to the average class
-    (the softmax's own comparison), measured as the concept term's ceiling in docs/student.md. The same for
+    (the softmax's own comparison), measured as the concept term's ceiling in docs/model-card.md. The same for
     ``l2`` and ``center-l2`` spaces: a mean shift of the features does not turn a direction."""
     weight, _bias = image_encoder.classifier_head()  # (dim, classes)
     directions = weight.T - weight.T.mean(axis=0, keepdims=True)

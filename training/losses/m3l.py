@@ -8,7 +8,7 @@ Aggarwal, Tambi, Kale, "Towards Zero-shot Cross-lingual Image Retrieval and Tagg
 and ``t⁻`` the caption of that negative image (the batch's text row paired with it). Paper defaults:
 ρ = 4, α1 = 0.5, α2 = 1. The loss is averaged over the batch.
 
-``bounded=True`` (our change, see docs/results.md) replaces each ratio r = (d⁺/d⁻)^ρ by r / (1 + r) =
+``bounded=True`` (our change) replaces each ratio r = (d⁺/d⁻)^ρ by r / (1 + r) =
 d⁺^ρ / (d⁺^ρ + d⁻^ρ) = sigmoid(ρ · (log d⁺ − log d⁻)). The raw ratio is unbounded: when a mined negative sits on
 the anchor (near-duplicate photos, or at initialisation when every caption maps to nearly the same point) one
 row's ratio is orders of magnitude above the rest and the batch mean trains on that row alone. The bounded form

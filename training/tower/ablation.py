@@ -2,7 +2,7 @@
 
 Cheap enough for the shared 2-core machine (≈ 1 min per variant): one hidden block of 512, 200 steps of 128
 distinct images, English only; every 50 steps, t→i R@10 of the first English caption of each dev image over
-the 1,000-image dev pool. Used for the "what each change bought" table of docs/results.md::
+the 1,000-image dev pool. Used for the "what each change bought" table::
 
     python -m training.tower.ablation --data ../shared/data/m30k-f8k
 """

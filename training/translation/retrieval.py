@@ -56,7 +56,7 @@ class RetrievalTranslator:
     embed: Embed
     name: str = "retrieval"
     # The encoder's languages (None: any): a query in another language, or a target outside them, gets no
-    # translation — mUSE has no Czech, and its nearest "Czech caption" of a query is noise (docs/results.md).
+    # translation — mUSE has no Czech, and its nearest "Czech caption" of a query is noise.
     supported: frozenset[str] | None = None
     min_similarity: float = -1.0  # below this cosine the nearest caption is no translation (None)
 

@@ -1,7 +1,6 @@
-"""Print docs/student.md's ablation tables from the runs' evaluation JSONs and training logs.
+"""Print the ablation tables (docs/results/student/ablation.md) from the runs' evaluation JSONs and training logs.
 
-Run from the repository root after the four runs and their evaluations (commands in docs/student.md,
-"Ablation: what each new term buys"); reads docs/results/student/{wide,flickr}-abl-*.json, the case-form files
+Run from the repository root after the four runs and their evaluations (``polyglot train student`` with one term left out each); reads docs/results/student/{wide,flickr}-abl-*.json, the case-form files
 wide-abl-*-fp32-{upper,capitalised}.json and var/students/abl-*/train-log.jsonl (the held-out checks).
 """
 
