@@ -116,6 +116,7 @@ def evaluate_served(
     ranking = served_ranking(pipeline, split, index_settings, clc=clc)
     t2i = ranks_from_top(ranking.top, split.caption_image)
     evaluation = evaluate_vectors(ranking.images, ranking.texts, split, t2i_ranks=t2i)
+    evaluation.t2i_ranks = t2i
     models = pipeline.models
     for lang, block in evaluation.report["languages"].items():
         block["route"] = models.label
