@@ -38,6 +38,7 @@ from training.evaluation.name_lexicon import image_concepts, in_lexicon
 from training.evaluation.retrieval_metrics import t2i_ranks
 from training.evaluation.served_eval import served_queries
 
+DEV_LANGUAGES = frozenset({"en", "fr", "es", "pt", "de", "ru", "zh", "ko", "pl", "tr", "ja", "cs", "it"})
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 
 
@@ -140,9 +141,9 @@ def main() -> None:
             texts, langs, positives = [], [], []
             for concept, found in sorted(photos.items()):
                 for lang in ["en", *lexicon.languages]:
-                    name = lexicon.name(concept, lang)
-                    if name and lang in {"en", "fr", "es", "pt", "de", "ru", "zh", "ko", "pl", "tr", "ja", "cs", "it"}:
-                        texts.append(name)
+                    written = lexicon.name(concept, lang)
+                    if written and lang in DEV_LANGUAGES:
+                        texts.append(written)
                         langs.append(lang)
                         positives.append(np.array(found))
             images = models.image_space.apply(train.image_features)
