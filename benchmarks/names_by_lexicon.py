@@ -57,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = {}
     for given in args.run:
-        label, _, path = given.partition("=")
+        label, _, path = given.rpartition("=")
         runs[label] = json.loads(Path(path).read_text(encoding="utf-8"))
     merged, table = tables(runs)
     merged["command"] = args.command
