@@ -16,9 +16,10 @@ ENV PATH=/opt/venv/bin:$PATH
 RUN pip install --index-url "https://download.pytorch.org/whl/${TORCH_VARIANT}" "torch==${TORCH_VERSION}"
 WORKDIR /src
 COPY pyproject.toml README.md ./
+# The product: the service, the CLI and the inference library. The lab (training/: research encoders, towers and
+# their weights, the training and evaluation commands) is not in the image.
 COPY app ./app
 COPY indexer ./indexer
-COPY training ./training
 # EXTRAS=cluster adds Ray and the Milvus client (docker compose --profile cluster builds that image).
 ARG EXTRAS=""
 RUN pip install ".${EXTRAS:+[$EXTRAS]}"

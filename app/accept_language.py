@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Annotated
+
+from fastapi import Depends, Header, Query, Response
+
+from indexer.places import names_places
 
 _RANGE = re.compile(r"^[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*$")
 _QUALITY = re.compile(r"^q=([01](?:\.\d{0,3})?)$")
@@ -38,3 +43,43 @@ def preferred_language(header: str | None, available: Iterable[str], default: st
             if candidate in have:
                 return candidate
     return default
+
+
+# ------------------------------------------------------------------ the reader's language
+_LANGUAGE = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
+AcceptLanguage = Annotated[
+    str | None,
+    Header(
+        alias="Accept-Language",
+        description="The reader's languages: place lines (`metadata.place`) are shown in the best of them that the "
+        "Unicode CLDR has names in, else English.",
+    ),
+]
+
+
+def reader_language(response: Response, accept_language: AcceptLanguage = None) -> str:
+    """The language answers are shown in: the Accept-Language header's best language that CLDR names places in,
+    else English (the answer varies with the header: caches must key on it)."""
+    response.headers["Vary"] = "Accept-Language"
+    return next((code for code in accepted_languages(accept_language) if names_places(code)), "en")
+
+
+ReaderLanguage = Annotated[str, Depends(reader_language)]
+
+
+def info_language(
+    response: Response,
+    accept_language: AcceptLanguage = None,
+    lang: Annotated[
+        str | None,
+        Query(
+            max_length=35,
+            pattern=_LANGUAGE,
+            description="Show the place line in this language (BCP 47: fr, pt-BR, zh-TW). Absent: Accept-Language.",
+        ),
+    ] = None,
+) -> str:
+    return lang if lang is not None else reader_language(response, accept_language)
+
+
+InfoLanguage = Annotated[str, Depends(info_language)]

@@ -40,6 +40,7 @@ from fastapi import Depends, HTTPException, Request, status
 from PIL import Image
 from threadpoolctl import threadpool_limits
 
+from app.library_folders import LibraryFolders
 from app.pixel_budget import PixelBudget
 from app.record_cache import RecordCache
 from app.schemas.images import ImageMetadata
@@ -48,7 +49,7 @@ from indexer.captions import CaptionIndex
 from indexer.captions.cross_lingual import CrossLingualCaptions
 from indexer.image_index import Hit, ImageIndex
 from indexer.query import Models, QueryPipeline, load_models
-from indexer.query.clc import ClcMode
+from indexer.query.consistency import ClcMode
 from indexer.query.models import timed
 from indexer.query.pipeline import warm_up_language_detection
 
@@ -257,8 +258,10 @@ class Engine:
             answer = (await self.run(self.search_and_finish, [item]))[0]
         return answer, self.pipeline.encoder_name
 
-    def metadata(self, ids: Sequence[int]) -> dict[int, ImageMetadata]:
-        return self.records.get_many(ids)
+    def metadata(self, ids: Sequence[int], language: str = "en") -> dict[int, ImageMetadata]:
+        """The API views of ``ids``, their place lines in ``language``."""
+        found = self.records.get_many(ids)
+        return found if language == "en" else {i: view.in_language(language) for i, view in found.items()}
 
     def forget(self, ids: Sequence[int]) -> None:
         self.records.forget(ids)
@@ -324,7 +327,11 @@ def assemble(
         captions=captions,
         limiter=anyio.CapacityLimiter(settings.service.thread_pool_size),
         database_limiter=anyio.CapacityLimiter(settings.service.thread_pool_size),
-        records=RecordCache(images.store, settings.service.record_cache_seconds),
+        records=RecordCache(
+            images.store,
+            settings.service.record_cache_seconds,
+            LibraryFolders(settings.served_roots(images.folder), images.store.folder_values),
+        ),
         cross_lingual=cross_lingual,
         load_seconds=seconds,
         pixels=PixelBudget(settings.pixel_budget),

@@ -13,17 +13,21 @@
   and SQLAlchemy's connection errors) → 503 with a JSON ``detail`` and ``Retry-After``
   (``POLYGLOT_OUTAGE_RETRY_AFTER_SECONDS``); no space for a write (:class:`DiskFullError`) → 507 likewise. They
   are logged once per ``POLYGLOT_ERROR_LOG_INTERVAL_SECONDS`` and kind, with the count since the last line: a
-  35-s Milvus outage under load once wrote 6,508 tracebacks (15 MB).
+  35-s Milvus outage under load once wrote 6,508 tracebacks (15 MB). The answer names the backend, or the kind of
+  folder that is full (the index, cache or home folder, by its setting), never a host, port or server path: those
+  are in the log line only (a 503 once answered the database's host and port, a 507 the index folder's path).
 * A method the path does not have → 405 whose ``Allow`` lists all the methods the path has (every route of it).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request, status
@@ -119,30 +123,52 @@ class ThrottledLog:
         return True
 
 
-def _outage(request: Request, kind: str, detail: str, code: int) -> JSONResponse:
+def _outage(request: Request, kind: str, detail: str, code: int, logged: str | None = None) -> JSONResponse:
+    """``detail`` for the client; ``logged`` (with hosts, ports, paths) for the log only."""
     throttled: ThrottledLog = request.app.state.error_log
-    throttled.error(kind, detail, path=request.url.path)
+    throttled.error(kind, logged or detail, path=request.url.path)
     retry_after = request.app.state.settings.service.outage_retry_after_seconds
     return JSONResponse({"detail": detail}, status_code=code, headers={"Retry-After": str(retry_after)})
 
 
+def backend_detail(backend: str) -> str:
+    """What a client is told of a backend outage: which backend, never where it is (host, port: the log has it)."""
+    return f"the {backend} backend is unavailable; retry later"
+
+
 async def backend_unavailable(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, BackendUnavailableError)
-    detail = f"the {exc.backend} backend is unavailable; retry later ({exc.detail})"
-    return _outage(request, f"{exc.backend}-unavailable", detail, status.HTTP_503_SERVICE_UNAVAILABLE)
+    detail = backend_detail(exc.backend)
+    return _outage(request, f"{exc.backend}-unavailable", detail, status.HTTP_503_SERVICE_UNAVAILABLE, str(exc))
+
+
+def folder_kind(settings: Any, folder: Path) -> str:
+    """The setting-named kind of folder ``folder`` is in (the innermost of the cache, index and home folders)."""
+    places = [
+        (settings.resolved_cache_dir, "the cache folder (POLYGLOT_CACHE_DIR)"),
+        (settings.resolved_index_dir, "the index folder (POLYGLOT_INDEX_DIR)"),
+        (settings.home, "the home folder (POLYGLOT_HOME)"),
+    ]
+    target = Path(os.path.abspath(folder))
+    inside = [(Path(os.path.abspath(root)), name) for root, name in places]
+    inside = [(root, name) for root, name in inside if target == root or target.is_relative_to(root)]
+    return max(inside, key=lambda place: len(place[0].parts))[1] if inside else "the server's storage"
 
 
 async def disk_full(request: Request, exc: Exception) -> JSONResponse:
-    return _outage(request, "disk-full", str(exc), status.HTTP_507_INSUFFICIENT_STORAGE)
+    assert isinstance(exc, DiskFullError)
+    detail = exc.public_detail(folder_kind(request.app.state.settings, exc.folder))
+    return _outage(request, "disk-full", detail, status.HTTP_507_INSUFFICIENT_STORAGE, str(exc))
 
 
 async def database_error(request: Request, exc: Exception) -> JSONResponse:
     """SQLAlchemy's connection-level errors that reached a route without passing through the index's translation
     (reads: metadata of a result page, ``/images/{id}/info``)."""
     if is_disk_full(exc):
-        return _outage(request, "disk-full", f"no space left for the metadata database: {first_line(exc)}", 507)
-    detail = f"the database backend is unavailable; retry later ({first_line(exc)})"
-    return _outage(request, "database-unavailable", detail, status.HTTP_503_SERVICE_UNAVAILABLE)
+        detail = "no space left for the metadata database; free some space there and retry"
+        return _outage(request, "disk-full", detail, 507, first_line(exc))
+    detail = backend_detail("database")
+    return _outage(request, "database-unavailable", detail, status.HTTP_503_SERVICE_UNAVAILABLE, first_line(exc))
 
 
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")

@@ -34,6 +34,7 @@ from app.engine import Engine, load_engine
 from app.middleware import (
     BodyLimitMiddleware,
     BodyTimeoutMiddleware,
+    HeadAsGetMiddleware,
     RequestMetricsMiddleware,
     SecurityHeadersMiddleware,
 )
@@ -109,6 +110,7 @@ def create_app(settings: ServiceSettings | None = None, engine_factory: EngineFa
     app.state.metrics = metrics
     app.state.engine = None
     errors.install(app, settings.service.error_log_interval_seconds)
+    app.add_middleware(HeadAsGetMiddleware)  # innermost: HEAD wherever there is a GET
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.upload_limit)
     app.add_middleware(
         BodyTimeoutMiddleware,

@@ -16,6 +16,9 @@ stream per request), in the order ``create_app`` stacks them, outermost first.
 - :class:`BodyLimitMiddleware` refuses request bodies over the upload limit while they arrive (413), before they
   are buffered: a ``Content-Length`` over the limit is refused at once; a chunked body is counted as it streams
   and cut off as soon as it passes the limit. Multipart framing gets a small allowance over the file-size limit.
+- :class:`HeadAsGetMiddleware` (innermost) answers ``HEAD`` wherever there is a ``GET``: the request goes to the
+  ``GET`` handler and the answer's status and headers (``Content-Length`` included) are sent without its body.
+  FastAPI routes a method only to a route declared with it, so ``HEAD /health``, ``/search`` or ``/`` answered 405.
 """
 
 from __future__ import annotations
@@ -259,3 +262,23 @@ class BodyLimitMiddleware:
             }
         )
         await send({"type": "http.response.body", "body": payload})
+
+
+# ------------------------------------------------------------------------------------------ HEAD
+class HeadAsGetMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def without_body(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return  # the parts of a streamed body: none is sent, the last one ends the answer
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, without_body)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import select
 
+from app.library_folders import LibraryFolders
 from app.schemas.images import ImageMetadata
 from indexer.store.metadata import ImageRecord, ImageRow, MetadataStore
 
@@ -20,9 +21,10 @@ MAX_ENTRIES = 100_000  # bounded memory: the whole cache is dropped past this ma
 
 
 class RecordCache:
-    def __init__(self, store: MetadataStore, ttl: float) -> None:
+    def __init__(self, store: MetadataStore, ttl: float, folders: LibraryFolders | None = None) -> None:
         self.store = store
         self.ttl = ttl
+        self.folders = folders or LibraryFolders([], store.folder_values)
         self._entries: dict[int, tuple[float, ImageMetadata]] = {}
         self._lock = threading.Lock()
 
@@ -39,7 +41,10 @@ class RecordCache:
         if missing:
             with self.store.transaction() as session:
                 rows = session.scalars(select(ImageRow).where(ImageRow.id.in_(missing)))
-                fresh = {int(row.id): ImageMetadata.from_record(ImageRecord.from_row(row)) for row in rows}
+                fresh = {
+                    int(row.id): ImageMetadata.from_record(ImageRecord.from_row(row), self.folders.shown)
+                    for row in rows
+                }
             found.update(fresh)
             if self.ttl > 0:
                 with self._lock:

@@ -9,7 +9,7 @@ settings helper, never at import time, never inside a router.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -86,6 +86,33 @@ class ServiceSection(BaseSettings):
         "closed, however steadily it trickles (one byte every 20 s never tripped the gap time-out). 120 s carries "
         "the largest upload (POLYGLOT_MAX_UPLOAD_BYTES, 20 MB) at 1.4 Mbit/s.",
     )
+    max_header_bytes: int = Field(
+        default=16 * 1024,
+        ge=1024,
+        le=1 << 20,
+        description="Longest request head (request line and headers): a longer one is answered 431 and its "
+        "connection closed as soon as that many bytes are in (`polyglot serve`'s HTTP server).",
+    )
+    header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="A request head not received whole this long after its first byte is answered 408 and its "
+        "connection closed (a head that trickles in no longer holds a connection).",
+    )
+    admin_key_tries: int = Field(
+        default=5,
+        ge=1,
+        le=10_000,
+        description="Wrong admin keys a client address may send in a row before it is answered 429 (with "
+        "Retry-After), whatever key it sends, until it has waited POLYGLOT_ADMIN_KEY_RETRY_SECONDS per try.",
+    )
+    admin_key_retry_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=86_400,
+        description="Seconds after which a client address that sent wrong admin keys gets one more try.",
+    )
     decode_pixels_in_flight: int | None = Field(
         default=None,
         ge=1,
@@ -94,6 +121,11 @@ class ServiceSection(BaseSettings):
     )
     allow_local_paths: bool = Field(
         default=True, description="Admin POST /images may index a path on the server's disk."
+    )
+    search_cutoff: Literal["auto", "off"] = Field(
+        default="auto",
+        description="The relevance cut-off of a text search that does not give `cutoff`: 'auto', the photos that "
+        "stand out (benchmarks/relevance_default.md), or 'off', every result.",
     )
 
 

@@ -8,7 +8,7 @@ Latency: single queries through the same call with no query cache (what a reques
 and p90, with the load average at the time (the machine is shared).
 
     POLYGLOT_MODELS_DIR=… POLYGLOT_CACHE_DIR=… python benchmarks/caption_search_eval.py \\
-        --data ../shared/data/m30k-f8k --align indexer/assets/align/en-de --align indexer/assets/align/en-fr \\
+        --data ../shared/data/m30k-f8k --align training/assets/align/en-de --align training/assets/align/en-fr \\
         --pairs en-de,en-fr,en-cs,de-fr --json docs/results/r6b/caption-search.json
 """
 

@@ -25,9 +25,9 @@ from typing import Any
 from indexer.caption_records import iter_captions
 from indexer.image_index import ImageIndex
 from indexer.query import QueryCache, QueryPipeline, load_models
-from indexer.query.clc import ClcClassifier
 from indexer.settings import Settings
-from indexer.translation.factory import load_translator
+from training.clc.consistency import ClcClassifier
+from training.translation.factory import load_translator
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

@@ -14,7 +14,7 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$R" var/towers/r7 var/eval
 # The fast tower's recipe (round 4, shipped-muse-c2c: mUSE, one hidden block of 1,024, the shipped image space),
 # with the paper's max-violation hinge (α 0.2); early stopping on each collection's held-out 10 % of train photos.
-BASE=(--text-encoder muse --space center-l2 --image-space-from indexer/assets/tower --hidden-dims 1024
+BASE=(--text-encoder muse --space center-l2 --image-space-from training/assets/tower --hidden-dims 1024
   --dropouts 0.2,0.0 --beta1 0.9 --lr 1e-3 --epochs 60 --patience 6 --threads 1) # + --disjoint's --loss vse, margin 0.2
 
 evaluate() { # NAME: dev recalls of var/towers/r7/NAME, per language (zh: the native Flickr8k-CN rows only)

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-from app.cli.evaluate_cmd import served_settings
 from app.cli.settings_cli import read_settings
 from indexer.atomic import atomic_write_json
 from indexer.encoders.imagenet import imagenet_class_names
@@ -30,6 +29,7 @@ from indexer.query import QueryCache, QueryPipeline, load_models
 from indexer.student import is_student_folder
 from indexer.tower import TextEmbedder
 from indexer.unit import unit_rows
+from training.cli.evaluate_cmd import served_settings
 from training.data.prepared import prepare_split
 from training.data.wide_dev import build_wide_dev
 from training.evaluation.served_eval import evaluate_served

@@ -49,8 +49,8 @@ def query_vectors(count: int, cache: Path) -> np.ndarray:
 
     from index_kinds import DATA
 
-    from indexer.asset_paths import research_tower_path
     from indexer.query import load_text_tower
+    from training.asset_paths import research_tower_path
 
     embedder = load_text_tower(Settings(), research_tower_path("tower-muse"))
     dev = set((DATA / "splits" / "dev.txt").read_text(encoding="utf-8").split())

@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-from indexer.asset_paths import research_tower_path
 from indexer.caption_records import read_captions
 from indexer.query.models import load_text_tower
 from indexer.settings import Settings
 from indexer.tower import CONFIG_NAME, WEIGHTS_NAME
+from training.asset_paths import research_tower_path
 from training.data.dataset import read_split
 
 LANGS = ("en", "de", "fr", "cs")

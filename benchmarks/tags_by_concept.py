@@ -38,6 +38,20 @@ from indexer.tagging.source_tags import MatrixCaptionRetriever, clean_class_name
 from training.evaluation.shipped_tags import class_labels, label_hit, read_samples
 
 K = 5
+# Ten everyday photos of the dev set, shown with their tags in docs/tagging.md (the gallery).
+GALLERY = (
+    "n02099601_golden_retriever.JPEG",
+    "n02917067_bullet_train.JPEG",
+    "n03792782_mountain_bike.JPEG",
+    "n03891251_park_bench.JPEG",
+    "n04146614_school_bus.JPEG",
+    "n04487081_trolleybus.JPEG",
+    "n04507155_umbrella.JPEG",
+    "n07695742_pretzel.JPEG",
+    "n07873807_pizza.JPEG",
+    "n09428293_seashore.JPEG",
+)
+GALLERY_LANGS = ("en", "fr", "de", "ja", "ar")
 TODAY = Path("docs/tagging/shipped/hits.json")  # today's tagger (ImageNet source tags, shipped vocabularies)
 
 
@@ -63,6 +77,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     samples = read_samples(args.samples)[: args.limit or None]
     labels = class_labels(args.labels, [clean_class_name(n) for n in models.image_encoder.class_names])
     langs = [lang for lang in labels if lang != "en-babel"]
+    langs += [lang for lang in GALLERY_LANGS if lang not in langs]  # Arabic: the gallery only (no dev names)
     captions = english_captions(args.data, args.captions)
     retriever = MatrixCaptionRetriever(captions, embed_cached(models.text, captions, settings.resolved_cache_dir))
     with_captions = load_tagger(models, settings, captions=retriever)
@@ -85,10 +100,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             total += 1
             same += int([t.as_dict() for t in tags] == [t.as_dict() for t in again[lang]])
             by_concept[lang].append(int(any(t.concept in right for t in tags)))
-            if cls in labels[lang]:
+            if cls in labels.get(lang, {}):
                 named[lang] += 1
                 by_word[lang].append(int(label_hit(labels[lang][cls], [t.tag for t in tags], lang)))
-        gallery[row["image"]] = {lang: [t.as_dict() for t in result[lang]] for lang in langs}
+        if row["image"] in GALLERY:
+            gallery[row["image"]] = {lang: [t.as_dict() for t in result[lang]] for lang in langs}
     today = json.loads(TODAY.read_text(encoding="utf-8"))["languages"] if TODAY.is_file() else {}
     table = {
         lang: {
@@ -140,6 +156,19 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {lang} | {row['lexicon_concepts']:,} | {row['by_concept']:.3f} | {row['photos_named']} | {word} | "
             f"{today} |"
         )
+    lines += [
+        "",
+        "Gallery (tags in order; * named by the language's vocabulary where the lexicon has no name):",
+        "",
+        "| photo | " + " | ".join(GALLERY_LANGS) + " |",
+        "| --- | " + " | ".join("---" for _ in GALLERY_LANGS) + " |",
+    ]
+    for image, tags in result["tags"].items():
+        cells = [
+            ", ".join(t["tag"] + ("*" if t["source"] == "vocabulary" else "") for t in tags[lang])
+            for lang in GALLERY_LANGS
+        ]
+        lines.append(f"| {image.split('_', 1)[1].rsplit('.', 1)[0]} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "By concept: the photo's class, a hypernym up to 3 steps or a hyponym is among the 5 tags' concepts. By "

@@ -15,11 +15,13 @@ SHIPPED_TAGS = ASSETS / "tags"  # tag vocabularies, words only: <lang>.tsv (docs
 # The concept lexicon: WordNet noun concepts with their names in many languages (indexer/concepts/lexicon.py;
 # built by training/concepts/build.py; its README is the data card, NOTICE the sources' licences).
 SHIPPED_CONCEPTS = ASSETS / "concepts"
-SHIPPED_ALIGNMENTS = ASSETS / "align"  # caption alignments over mUSE, one folder per language pair
-RESEARCH_TOWERS = ("tower", "tower-muse")  # the MLP towers of docs/results.md, kept to measure and compare
 # Optional text encoders that ship their own tower: POLYGLOT_TEXT_ENCODER=<name> serves it when POLYGLOT_TOWER_PATH
 # is unset (EmbeddingGemma: better outside English, ~25x the student's CPU a query; docs/embeddinggemma.md).
 ENCODER_TOWERS = {"embeddinggemma": ASSETS / "tower-embeddinggemma"}
+
+# A research tower's language bridge beside its weights (the lab's training/bridge.py reads and writes it; the
+# encoder factory looks for it to know that a tower has one).
+BRIDGE_CONFIG = "bridge.json"
 
 # Files `polyglot models build` writes into MODELS_DIR/<key>/ (names only: no torch or onnx needed to read them).
 E5_FP32_FILE = "e5-small.onnx"
@@ -43,11 +45,3 @@ def shipped_tower_path(text_encoder: str | None = None) -> Path:
     (POLYGLOT_TEXT_ENCODER) when there is one, else the trained student (``indexer/assets/student``,
     :mod:`indexer.student`; docs/student.md)."""
     return ENCODER_TOWERS.get(text_encoder or "", SHIPPED_STUDENT)
-
-
-def research_tower_path(name: str = "tower") -> Path:
-    """A shipped research tower (MLP over frozen encoders; nothing serves it by default): ``tower``
-    (``muse+e5-small`` with its Czech language bridge) or ``tower-muse`` (mUSE only)."""
-    if name not in RESEARCH_TOWERS:
-        raise ValueError(f"no research tower {name!r}; shipped: {', '.join(RESEARCH_TOWERS)}")
-    return ASSETS / name

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from indexer.regular_files import open_regular
+
 LANG_CODE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
 
 
@@ -39,7 +41,8 @@ def iter_captions(path: Path, langs: Iterable[str] | None = None, *, need_image:
     """
     wanted = {lang.strip().lower() for lang in langs} if langs else None
     try:
-        with Path(path).open("rb") as handle:  # bytes: a bad UTF-8 sequence is then reported on its own line
+        # bytes: a bad UTF-8 sequence is then reported on its own line; a FIFO or device is refused at once
+        with open_regular(path) as handle:
             for number, raw in enumerate(handle, start=1):
                 try:
                     line = raw.decode("utf-8")

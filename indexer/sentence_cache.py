@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 
 from indexer.encoders.base import TextEncoder
-from indexer.encoders.hybrid import HybridTextEncoder
 from indexer.feature_cache import FeatureCache, text_key
 
 
@@ -25,7 +24,7 @@ def cached_sentences(
     A hybrid goes through each part's own cache (a ``muse+e5-small`` tower reuses what the ``muse`` and
     ``e5-small`` towers already embedded); its progress follows the last part, each text counted once.
     """
-    if isinstance(encoder, HybridTextEncoder):
+    if encoder.parts:  # a hybrid
         last = len(encoder.parts) - 1
         return encoder.combine(
             [

@@ -55,7 +55,7 @@ class ModelSettings(BaseSettings):
     tower_path: Path | None = Field(
         default=None,
         description="Text side of /search, captions and tags: a student or tower folder; default the shipped "
-        "student (indexer/assets/student). A research tower (e.g. indexer/assets/tower) brings its language bridge.",
+        "student (indexer/assets/student). A research tower (e.g. training/assets/tower) brings its language bridge.",
     )
     device: str = Field(default="cpu", description="torch device for the encoders: cpu or cuda.")
     encoder_backend: Literal["auto", "onnx", "torch"] = Field(
@@ -174,7 +174,7 @@ class QuerySettings(BaseSettings):
         default=None,
         description="Folders of linear caption alignments (`polyglot train --method pcca --langs x,y`; JSON list): "
         "captions of y found for a query in x (and back) are ranked in the alignment's space. Unset: the shipped "
-        "ones (indexer/assets/align/*, over mUSE: used when the text side's encoder includes it, i.e. a research "
+        "ones (training/assets/align/*, over mUSE: used when the text side's encoder includes it, i.e. a research "
         "tower, not the student); [] = none.",
     )
     caption_search_fallback: Literal["sentence", "tower"] = Field(
@@ -182,7 +182,7 @@ class QuerySettings(BaseSettings):
         description="Language pairs without an alignment: 'sentence' ranks the text encoder's sentence embeddings "
         "(the student's trunk) by cosine, 'tower' the captions' image-space vectors (docs/results.md compares them).",
     )
-    # Cross-lingual consistency (indexer/query/clc.py, docs/results.md "Issue 15"): queries also scored by their
+    # Cross-lingual consistency (training/clc/consistency.py, docs/results.md "Issue 15"): queries also scored by their
     # translations. Off unless asked per request (/search?clc=) or here.
     clc: Literal["off", "average", "classifier"] = Field(
         default="off",

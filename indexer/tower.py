@@ -22,7 +22,7 @@ import inspect
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -31,7 +31,6 @@ from safetensors.torch import load_file, save
 from torch import nn
 
 from indexer.atomic import atomic_open, atomic_write_json
-from indexer.bridge import LanguageBridge
 from indexer.encoders.base import TextEncoder
 from indexer.image_space import ImageSpace
 from indexer.sentence_cache import cached_sentences
@@ -41,6 +40,18 @@ CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 
 
+class SentenceBridge(Protocol):
+    """What a text side's language bridge does (the lab's :class:`training.bridge.LanguageBridge`, loaded with a
+    research tower through the encoder factory): replace the part of a sentence embedding whose encoder does not
+    cover a language."""
+
+    text_encoder: str  # the sentence encoder whose embeddings it maps
+    languages: frozenset[str]  # the languages whose embeddings it rewrites
+    weight: np.ndarray  # hashed into the text side's fingerprint
+
+    def apply(self, sentences: np.ndarray, langs: str | Sequence[str | None] | None) -> np.ndarray: ...
+
+
 class L2Norm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.normalize(x, dim=-1)
@@ -48,7 +59,7 @@ class L2Norm(nn.Module):
 
 class SavedTower(nn.Module):
     """What every tower folder shares: ``config`` (its encoders, image space, model card) and the writing of
-    ``config.json`` + ``model.safetensors``. :class:`TextTower` and :class:`indexer.smalr.SmalrTower` extend it."""
+    ``config.json`` + ``model.safetensors``. :class:`TextTower` and :class:`training.smalr.SmalrTower` (the lab) extend it."""
 
     config: dict[str, Any]
 
@@ -153,7 +164,7 @@ class TextTower(SavedTower):
 
 
 def tower_fingerprint(
-    tower: TextTower, bridge: LanguageBridge | None = None, encoder: TextEncoder | None = None
+    tower: TextTower, bridge: SentenceBridge | None = None, encoder: TextEncoder | None = None
 ) -> str:
     """Identity of the text side: its text encoder, the tower's weights, the language bridge and the encoder's own
     trained weights where it has some (a student's trunk delta: :attr:`TextEncoder.weights_digest`).
@@ -182,7 +193,7 @@ class TextEmbedder:
         self,
         tower: TextTower,
         encoder: TextEncoder,
-        bridge: LanguageBridge | None = None,
+        bridge: SentenceBridge | None = None,
         sentence_cache: Path | None = None,
     ) -> None:
         if encoder.name != tower.text_encoder:

@@ -13,8 +13,6 @@ from typing import Literal
 
 import numpy as np
 
-from indexer.unit import unit_rows
-
 LayerKind = Literal["linear", "dropout", "relu", "l2"]
 
 
@@ -55,5 +53,11 @@ def run_head(
         elif kind == "relu":
             x = np.maximum(x, 0.0)
         elif kind == "l2":
-            x = unit_rows(x)
-    return unit_rows(x).astype(np.float32, copy=False)
+            x = _unit(x)
+    return _unit(x).astype(np.float32, copy=False)
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    # indexer.unit.unit_rows, written out here: every query runs through the head, and the walk of a query
+    # (benchmarks/query_walk.py) stays shorter by a module.
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)

@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# The test command: installs everything into .venv (dev extras, Chromium for the browser test), then runs
+# The test command: installs everything into .venv (the exact versions of requirements-dev.lock; Chromium and
+# docker-compose for the browser and deployment tests), then runs
 # lint, type checks and the whole pytest suite. Extra arguments go to pytest (e.g. -m "not slow").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh dev
-# Debian's Chromium drives the end-to-end web page test and docker-compose validates the deployment files
-# (no Docker engine here); without them those tests are skipped, not failed.
+# Debian's Chromium drives the end-to-end web page tests and docker-compose validates the deployment files (no
+# Docker engine here). They are installed when absent; if that cannot be done this command stops with the reason
+# (under CI the tests that need them fail, never skip). apt waits up to 10 minutes for a dpkg lock another install
+# holds instead of giving up at once.
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
-command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
-if [ "${#missing[@]}" -gt 0 ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) \
-    || echo "warning: could not install ${missing[*]}; the tests that need them will be skipped" >&2
+command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 || missing+=(docker-compose)
+if [ "${#missing[@]}" -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1 || [ "$(id -u)" != 0 ]; then
+    echo "error: ${missing[*]} not installed and apt-get (as root) is not available to install them;" \
+      "install them (Debian: apt-get install -y ${missing[*]}) and run scripts/test.sh again" >&2
+    exit 1
+  fi
+  apt=(apt-get -o DPkg::Lock::Timeout=600 -o APT::Acquire::Retries=3)
+  if ! { "${apt[@]}" update -qq && DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq "${missing[@]}" >/dev/null; }; then
+    echo "error: could not install ${missing[*]} with apt-get (see its message above); the browser and" \
+      "deployment tests need them" >&2
+    exit 1
+  fi
 fi
-.venv/bin/ruff check app indexer training tests benchmarks
+.venv/bin/ruff check app indexer training tests benchmarks scripts
 .venv/bin/mypy
 exec .venv/bin/pytest -q "$@"

@@ -145,6 +145,9 @@ def service_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Service
         # The fake image encoder's features are mean colours, alike for distinct pictures: only exact copies stack
         # unless a test sets its own threshold (tests/api/test_library_api.py).
         stack_threshold=1.0,
+        # The fake encoders' scores are arbitrary: tests that count results list them all; the default cut-off is
+        # tested with its own settings (tests/api/test_relevance_default.py).
+        search_cutoff="off",
     )
 
 

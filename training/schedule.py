@@ -7,7 +7,7 @@ declared here once, read as ``config.lr`` everywhere, and saved flat in every re
 counts epochs leaves ``steps`` at its default, one that counts steps ``epochs``, and names the fields it does not
 read in ``unused`` (its saved recipe leaves them out); where a family's paper uses other values, its config gives
 them as its defaults. The command line's ``train`` families
-build their schedule options from these fields (``app/cli/train_cmd.py``).
+build their schedule options from these fields (``training/cli/train_cmd.py``).
 """
 
 from __future__ import annotations

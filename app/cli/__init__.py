@@ -1,24 +1,28 @@
-"""``polyglot``: one command line for set-up, indexing, training, evaluation, tagging and serving.
+"""``polyglot``: one command line for set-up, indexing, search, tagging and serving, and, where the lab is
+installed, its training and evaluation commands.
 
 The root loads a command's module only when that command runs (Click's lazy-group pattern): ``polyglot index add``
-imports the indexing code and not torch, which only the training, tower and tagging commands need and which costs
-~2 s of every start-up on a 2-core machine (``tests/cli/test_cli_startup.py``). ``polyglot --help`` still lists
-every command with its help: listing them loads them all.
+imports the indexing code and not torch, which only the tagging and the lab's commands need and which costs ~2 s
+of every start-up on a 2-core machine (``tests/cli/test_cli_startup.py``). ``polyglot --help`` still lists every
+command with its help: listing them loads them all, the product's ("Photos") first, then the lab's ("Lab").
+
+The lab's commands (evaluate, train, bridge, translator, clc, collections, pseudopairs) live in ``training/cli``
+and come in through the ``polyglot.commands`` entry points (:mod:`app.cli.plugins`): nothing here imports
+``training``, and a product command never looks the plugins up.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
 from app.cli.logging_setup import configure_logging
+from app.cli.plugins import Registrar, plugin_commands, registered, sub_app
 
-# What adds a top-level command to a root Typer, given the name the root lists it under.
-Registrar = Callable[[typer.Typer, str], None]
+USER_PANEL, LAB_PANEL = "Photos", "Lab"
 
 
 def _index(root: typer.Typer, name: str) -> None:
@@ -28,62 +32,44 @@ def _index(root: typer.Typer, name: str) -> None:
     root.add_typer(index_cmd.app, name=name)
 
 
-def _sub_app(module: str, attribute: str = "app") -> Registrar:
-    """A command group that is a module's Typer app (``polyglot models …``)."""
-
-    def register(root: typer.Typer, name: str) -> None:
-        root.add_typer(getattr(importlib.import_module(module), attribute), name=name)
-
-    return register
-
-
-def _registered(module: str) -> Registrar:
-    """Commands a module adds itself, under its own names, with its ``register(cli)`` (``polyglot search``,
-    ``polyglot train …``)."""
-
-    def register(root: typer.Typer, name: str) -> None:
-        importlib.import_module(module).register(root)
-
-    return register
-
-
-# Every top-level command, in the order ``polyglot --help`` lists them, and what registers it.
+# The product's top-level commands, in the order ``polyglot --help`` lists them, and what registers each.
 COMMANDS: dict[str, Registrar] = {
     "index": _index,
-    "captions": _sub_app("app.cli.caption_search_cmd"),
-    "models": _sub_app("app.cli.models_cmd"),
-    "tags": _sub_app("app.cli.tag_cmd", "tags_app"),
-    "collections": _sub_app("app.cli.collections_cmd", "collections_app"),
-    "pseudopairs": _sub_app("app.cli.collections_cmd", "pseudopairs_app"),
-    "tag": _registered("app.cli.tag_cmd"),
-    "train": _registered("app.cli.train_cmd"),
-    "train-student": _registered("app.cli.train_cmd"),  # hidden: the old spelling of `polyglot train student`
-    "evaluate": _registered("app.cli.evaluate_cmd"),
-    "search": _registered("app.cli.search_cmd"),
-    "bridge": _registered("app.cli.bridge_cmd"),
-    "translator": _registered("app.cli.translator_cmd"),
-    "clc": _registered("app.cli.clc_cmd"),
-    "serve": _registered("app.cli.serve_cmd"),
+    "search": registered("app.cli.search_cmd"),
+    "serve": registered("app.cli.serve_cmd"),
+    "tag": registered("app.cli.tag_cmd"),
+    "tags": sub_app("app.cli.tag_cmd", "tags_app"),
+    "captions": sub_app("app.cli.caption_search_cmd"),
+    "models": sub_app("app.cli.models_cmd"),
 }
 
 
+def all_commands() -> dict[str, Registrar]:
+    """The product's commands, then the plugins' (the lab's), each name once: the product's win."""
+    return {**COMMANDS, **{k: v for k, v in plugin_commands().commands.items() if k not in COMMANDS}}
+
+
 class CommandTable(MutableMapping[str, Any]):
-    """The root's commands by name: every name of ``COMMANDS`` is in it, and a command is built from its module the
-    first time it is looked up. Everything Typer does with a group's ``commands`` (look one up, list the names,
-    suggest one for a typo) sees every command without loading the others."""
+    """The root's commands by name: every name of :func:`all_commands` is in it, and a command is built from its
+    module the first time it is looked up. Everything Typer does with a group's ``commands`` (look one up, list the
+    names, suggest one for a typo) sees every command without loading the others; a product command is found
+    without looking for plugins."""
 
     def __init__(self) -> None:
         self._built: dict[str, Any] = {}
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._built:
-            if name not in COMMANDS:
+            registrar = COMMANDS.get(name) or plugin_commands().commands.get(name)
+            if registrar is None:
                 raise KeyError(name)
             holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-            COMMANDS[name](holder, name)
+            registrar(holder, name)
             built = typer.main.get_group(holder).commands.get(name)
-            if built is None:  # a registrar that does not make the command it is listed for: a bug here
-                raise RuntimeError(f"app.cli.COMMANDS[{name!r}] registered no command {name!r}")
+            if built is None:  # a registrar that does not make the command it is listed for: a bug
+                raise RuntimeError(f"the registrar of {name!r} registered no command {name!r}")
+            # Typer's commands and groups carry the panel --help lists them under (click's base class has none).
+            built.rich_help_panel = USER_PANEL if name in COMMANDS else LAB_PANEL  # type: ignore[attr-defined]
             self._built[name] = built
         return self._built[name]
 
@@ -94,10 +80,10 @@ class CommandTable(MutableMapping[str, Any]):
         del self._built[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys([*COMMANDS, *self._built]))
+        return iter(dict.fromkeys([*all_commands(), *self._built]))
 
     def __len__(self) -> int:
-        return len(set(COMMANDS) | set(self._built))
+        return len(set(all_commands()) | set(self._built))
 
 
 class LazyCommands(TyperGroup):

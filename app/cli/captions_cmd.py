@@ -72,11 +72,12 @@ def add(
 ) -> None:
     """Embed and index the captions of FILE that are not indexed yet (same language and text)."""
     from indexer.captions import CaptionFileError, read_captions
+    from indexer.regular_files import read_regular_text
 
     try:
         captions = read_captions(file, _langs(lang))
         if images is not None:
-            keep = {line.strip() for line in images.read_text(encoding="utf-8").splitlines() if line.strip()}
+            keep = {line.strip() for line in read_regular_text(images).splitlines() if line.strip()}
             captions = [c for c in captions if c.image in keep]
     except (CaptionFileError, OSError) as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)

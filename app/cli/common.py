@@ -12,11 +12,11 @@ from rich.markup import escape
 
 from indexer.encoders.factory import UnknownEncoderError
 from indexer.model_files import ChecksumError, ModelFileMissingError
-from training.data.dataset import DatasetError
 
 console = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 out = Console()  # results (tables, JSON) on stdout
-USER_ERRORS = (DatasetError, UnknownEncoderError, ModelFileMissingError, ChecksumError, FileNotFoundError, ValueError)
+# ValueError covers the lab's DatasetError, LexiconError, TranslationError and the models' ModelsError.
+USER_ERRORS = (UnknownEncoderError, ModelFileMissingError, ChecksumError, FileNotFoundError, ValueError)
 
 
 def fail(message: str) -> typer.Exit:

@@ -44,10 +44,18 @@ USER_ERRORS = (
 
 
 @contextmanager
-def opened(create: bool = False, rebuild_if_stale: bool = False, progress: bool = False) -> Iterator[ImageIndex]:
+def opened(
+    create: bool = False, rebuild_if_stale: bool = False, progress: bool = False, repair_vectors: bool = False
+) -> Iterator[ImageIndex]:
     """Open the configured index, turning user-level problems into a one-line error and exit code 2."""
     try:
-        index = ImageIndex.open(read_settings(), create=create, rebuild_if_stale=rebuild_if_stale, progress=progress)
+        index = ImageIndex.open(
+            read_settings(),
+            create=create,
+            rebuild_if_stale=rebuild_if_stale,
+            progress=progress,
+            repair_vectors=repair_vectors,
+        )
     except USER_ERRORS as exc:
         raise fail(str(exc)) from None
     if index.read_only_reason:
@@ -240,7 +248,7 @@ def stats(as_json: bool = typer.Option(False, "--json", help="Machine-readable o
 @app.command("rebuild")
 def rebuild(quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar.")) -> None:
     """Re-derive all vectors (features cache, re-encoding misses) in the current image space and index kind."""
-    with opened(rebuild_if_stale=True, progress=not quiet) as index:
+    with opened(rebuild_if_stale=True, progress=not quiet, repair_vectors=True) as index:
         # An index in an outdated image space was already rebuilt while opening: do not do it twice.
         report = index.rebuilt_on_open or index.rebuild(progress=not quiet)
         for path, reason in report.failed[:20]:

@@ -9,22 +9,97 @@ from __future__ import annotations
 
 import gc
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
+from rich import box
+from rich.cells import cell_len
 from rich.table import Table
 
-from app.cli.common import fail, out
+from app.cli.common import console, fail, out
 from app.cli.settings_cli import read_settings
-from indexer.relevance import POOL as CUTOFF_POOL
-from indexer.relevance import cutoff_count
+from indexer.query.pipeline import CUTOFF_POOL, DEFAULT_Z, cutoff_count
 from indexer.search_filters import FilterError, PhotoFilter
 
 if TYPE_CHECKING:
     from indexer.image_index import ImageIndex
     from indexer.store.read_only import ReadOnlyIndex
+
+
+TABLE_WIDTH = 80  # the results table fits a classic terminal, whatever the terminal's width
+PLACE_WIDTH = 18
+MIN_PATH_WIDTH = 16
+
+
+def middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` terminal cells, cut in the middle ("/home/ana/Ph…/2024/IMG_0042.jpg"): the
+    start says where, the end which file. Wide characters (CJK) count two cells."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    tail_cells = (width - 1) * 2 // 3  # the file name matters most
+    head, tail = "", ""
+    for char in reversed(text):
+        if cell_len(char + tail) > tail_cells:
+            break
+        tail = char + tail
+    for char in text:
+        if cell_len(head + char) + cell_len(tail) + 1 > width:
+            break
+        head += char
+    return f"{head}…{tail}"
+
+
+def results_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    """The results as a table of at most ``TABLE_WIDTH`` columns: one line a result, the place and path cut in
+    the middle where they do not fit (``--json`` has them whole)."""
+    cells = [
+        [
+            str(row["rank"]),
+            f"{row['score']:.3f}",
+            str(row["id"]),
+            str(row["taken_at"] or "")[:10],
+            str(row["place"] or ""),
+            str(row["path"]),
+        ]
+        for row in rows
+    ]
+    headers = ["rank", "score", "id", "taken", "place", "path"]
+    widths = [max([cell_len(header), *(cell_len(line[i]) for line in cells)]) for i, header in enumerate(headers)]
+    widths[4] = min(widths[4], PLACE_WIDTH)  # a longer place ends in "…"
+    # No vertical rules: two spaces between columns (a divider and a cell's right padding), a rule under the header.
+    widths[5] = max(MIN_PATH_WIDTH, TABLE_WIDTH - 2 * (len(headers) - 1) - sum(widths[:5]))
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+    )
+    for header, width in zip(headers, widths, strict=True):
+        justify: Literal["left", "right"] = "right" if header in ("rank", "score", "id") else "left"
+        table.add_column(header, width=width, no_wrap=True, overflow="ellipsis", justify=justify)
+    for line in cells:
+        table.add_row(*line[:5], middle(line[5], widths[5]))
+    return table
+
+
+def loading_notes(cache_dir: Path) -> Callable[[str], None]:
+    """What a search prints as it loads: on a new cache (the text model not yet prepared for this machine, the
+    slow first search: seconds), in a terminal, one line on stderr for each thing it loads; else nothing."""
+    if not console.is_terminal:
+        return lambda what: None
+    from indexer.query.onnx_text_side import OPTIMIZED_DIR
+
+    kept = cache_dir / OPTIMIZED_DIR
+    if kept.is_dir() and any(kept.iterdir()):
+        return lambda what: None
+    return lambda what: console.print(f"{what}…", style="dim", highlight=False)
 
 
 def register(cli: typer.Typer) -> None:
@@ -63,7 +138,7 @@ def register(cli: typer.Typer) -> None:
             help="Stop where results stop standing out from the query's score distribution. Default: on with "
             "--sort date (a date order of every photo would bury the matches), off with --sort score.",
         ),
-        cutoff_z: float = typer.Option(1.5, "--cutoff-z", min=0.0, max=10.0, help="--cutoff: z-score to reach."),
+        cutoff_z: float = typer.Option(DEFAULT_Z, "--cutoff-z", min=0.0, max=10.0, help="--cutoff: z-score to reach."),
     ) -> None:
         """Images of the index that best match QUERY (or --image), best first: rank, score, id and path.
         Filters (dates, folder, place) restrict the search itself: K results come back when K pass them."""
@@ -78,7 +153,8 @@ def register(cli: typer.Typer) -> None:
         if image is None and not text:
             raise fail("empty query: give some text to look for")
         if image is not None and not image.is_file():
-            raise fail(f"no such image file: {image}")
+            what = "not a regular file (a folder, FIFO, device or socket)" if image.exists() else "no such image file"
+            raise fail(f"{what}: {image}")
         if sort not in ("score", "date"):
             raise fail(f"--sort must be 'score' or 'date', not {sort!r}")
         if cutoff is None:
@@ -93,6 +169,7 @@ def register(cli: typer.Typer) -> None:
         # that only the full path can load, takes the query pipeline.
         # Its ONNX session is built in native code that lets other threads run: in a thread, while this one imports
         # the index's modules (FAISS: Python that holds the interpreter).
+        note = loading_notes(settings.resolved_cache_dir)
         light_side = None
         # The languages a label is chosen among (confident_language): the student's, unless the full path loads
         # another text side (its detector is then restricted to that one's at the label, as before).
@@ -100,6 +177,7 @@ def register(cli: typer.Typer) -> None:
         if image is None and settings.query.clc == "off":
             from indexer.query.onnx_text_side import StudentTrunk, load_onnx_text_side
 
+            note("loading text model (the first search prepares it for this machine, once)")
             light_side = ThreadPoolExecutor(1).submit(load_onnx_text_side, settings)
             label_languages = StudentTrunk.languages
         # The language detector's model takes ~0.1 s to load from its decompressed copy in CACHE_DIR/langid/ (~0.65
@@ -124,6 +202,7 @@ def register(cli: typer.Typer) -> None:
         full: ImageIndex | None = None  # the full index, which filters and the query pipeline search
         try:
             if light is not None:
+                note("loading index")
                 supports, languages, label = light.supports, light.languages, light.label
                 encoder_languages = light.trunk.languages
                 if not where.active:
@@ -140,6 +219,7 @@ def register(cli: typer.Typer) -> None:
                 from indexer.image_index import ImageIndex
                 from indexer.query import ModelsError, QueryPipeline, load_models
 
+                note("loading models")
                 try:
                     models = load_models(settings)
                 except ModelsError as exc:
@@ -147,6 +227,7 @@ def register(cli: typer.Typer) -> None:
                 pipeline = QueryPipeline(models, settings)
                 supports, languages, label = pipeline.supports, pipeline.languages, models.label
                 encoder_languages = models.text.languages
+                note("loading index")
                 index = full = ImageIndex.open(
                     settings, image_space=models.image_space, create=False, encoder=models.image_encoder
                 )
@@ -216,15 +297,4 @@ def register(cli: typer.Typer) -> None:
             out.print_json(json.dumps({**answer, "results": rows}, ensure_ascii=False))
             return
         title = f"{answer.get('query') or answer.get('image')}" + (f" ({answer['lang']})" if answer.get("lang") else "")
-        table = Table("rank", "score", "id", "taken", "place", title=title)
-        table.add_column("path", overflow="fold")  # a path is what the user copies: never cut it
-        for row in rows:
-            table.add_row(
-                str(row["rank"]),
-                f"{row['score']:.3f}",
-                str(row["id"]),
-                str(row["taken_at"] or ""),
-                str(row["place"] or ""),
-                str(row["path"]),
-            )
-        out.print(table)
+        out.print(results_table(title, rows), width=TABLE_WIDTH)

@@ -167,6 +167,41 @@ def check_database(settings: ServiceSettings) -> None:
         raise typer.Exit(code=2) from None
 
 
+def check_port(host: str, port: int) -> None:
+    """The address must be free to listen on before anything is indexed or "serving on" printed: uvicorn found it
+    taken only after both, printed its own error and exited 3. A socket is bound the way uvicorn binds its own
+    (``SO_REUSEADDR``: a port whose last connections are still closing is free) and closed at once."""
+    import errno
+    import socket
+
+    def refuse(message: str) -> NoReturn:
+        console.print(f"[red]error:[/] {escape(message)}", highlight=False)
+        raise typer.Exit(code=2)
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        refuse(f"--host {host!r} is not an address or a name this machine can resolve ({exc})")
+    probe = socket.socket(family, kind, proto)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(address)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            refuse(f"port {port} on {host} is already in use (another server listens there): choose another --port")
+        if exc.errno == errno.EACCES:
+            refuse(
+                f"port {port} on {host} needs privileges this user lacks (ports under 1024): choose --port 1024 or more"
+            )
+        if exc.errno == errno.EADDRNOTAVAIL:
+            refuse(f"--host {host} is not an address of this machine: use 127.0.0.1, 0.0.0.0 or one of its addresses")
+        refuse(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    finally:
+        probe.close()
+
+
 def check_lexicon(settings: ServiceSettings) -> None:
     """A missing, truncated or damaged concept lexicon file is one line naming it and exit 2, before any model
     loads (the tagger loads the same checked files at start-up)."""
@@ -187,14 +222,16 @@ def check_index_fits(settings: ServiceSettings, tower: Path, *, no_index: bool) 
     ``POLYGLOT_DATABASE_URL``), as for ``index add``, with the folder and the database left untouched
     (:func:`indexer.store.opening.check_metadata`); then the text model trained for another image encoder than
     POLYGLOT_IMAGE_ENCODER, an index built with another image encoder, and, with ``--no-index``, an index in another
-    image space (indexing first rebuilds it: ``index_collection``). Nothing is loaded: the image encoder is built,
-    not loaded; config files and the sidecar (once) are read."""
+    image space (indexing first rebuilds it: ``index_collection``). A metadata database or, with ``--no-index``, a
+    vector file that cannot be read (garbage, cut off) is refused too, naming what to run. Nothing else is loaded:
+    the image encoder is built, not loaded; config files, the sidecar and (``--no-index``) the vectors are read
+    once."""
     import json
 
     from indexer.encoders.factory import UnknownEncoderError, build_image_encoder
     from indexer.store import opening
     from indexer.store.failures import BackendUnavailableError
-    from indexer.store.sidecar import Sidecar, SidecarError
+    from indexer.store.sidecar import DB_NAME, Sidecar, SidecarError
 
     def refuse(message: str) -> NoReturn:
         console.print(f"[red]error:[/] {escape(message)}", highlight=False)
@@ -203,8 +240,10 @@ def check_index_fits(settings: ServiceSettings, tower: Path, *, no_index: bool) 
     folder = settings.resolved_index_dir
     try:
         sidecar = Sidecar.load(folder)
+        if settings.database_url is None:
+            opening.check_sqlite_file(folder, folder / DB_NAME)
         opening.check_metadata(folder, sidecar, settings.database_url, settings.database_timeout_seconds)
-    except (opening.MetadataMissingError, SidecarError, BackendUnavailableError) as exc:
+    except (opening.MetadataMissingError, opening.IndexFileCorruptError, SidecarError, BackendUnavailableError) as exc:
         refuse(str(exc))
     configured = settings.models.image_encoder
     trained_for = json.loads((tower / "config.json").read_text(encoding="utf-8")).get("image_encoder")
@@ -222,6 +261,15 @@ def check_index_fits(settings: ServiceSettings, tower: Path, *, no_index: bool) 
         opening.is_stale(folder, sidecar, opening.default_image_space(settings), rebuild_if_stale=not no_index)
     except opening.IndexMismatchError as exc:
         refuse(f"{exc} (or `polyglot serve` without --no-index, which rebuilds it first)")
+    if no_index and sidecar is not None and settings.vector_index.backend != "milvus":
+        # The vectors the service would load in its start-up, read once here: a damaged file is one line naming
+        # `polyglot index rebuild`, not uvicorn's start-up traceback (without --no-index, indexing opens them).
+        from indexer.store.vector_files import load_vectors
+
+        try:
+            load_vectors(folder, sidecar, settings.vector_index)
+        except opening.IndexFileCorruptError as exc:
+            refuse(str(exc))
 
 
 def register(cli: typer.Typer) -> None:
@@ -249,6 +297,7 @@ def register(cli: typer.Typer) -> None:
         """
         import uvicorn
 
+        from app.http_limits import served_protocol
         from app.main import create_app
         from indexer.asset_paths import shipped_tower_path
 
@@ -261,6 +310,7 @@ def register(cli: typer.Typer) -> None:
                 highlight=False,
             )
             raise typer.Exit(code=2)
+        check_port(host, port)
         check_database(settings)
         check_lexicon(settings)
         check_index_fits(settings, tower, no_index=no_index)
@@ -310,4 +360,4 @@ def register(cli: typer.Typer) -> None:
         if watch:
             console.print(f"watching {folder} for changes")
         console.print(f"serving on http://{host}:{port}  (API docs: http://{host}:{port}/docs)")
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", http=served_protocol(settings))

@@ -55,12 +55,12 @@ def thumbnail_url(image_id: int) -> str:
     return THUMBNAIL_URL.format(id=image_id)
 
 
-def image_info(record: ImageRecord) -> ImageInfo:
+def image_info(engine: Engine, record: ImageRecord, language: str = "en") -> ImageInfo:
     return ImageInfo(
         id=record.id,
         image_url=image_url(record.id),
         thumbnail_url=thumbnail_url(record.id),
-        metadata=ImageMetadata.from_record(record),
+        metadata=ImageMetadata.from_record(record, engine.records.folders.shown).in_language(language),
     )
 
 

@@ -6,10 +6,12 @@ from fastapi import APIRouter, Request, Response, status
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from app.errors import backend_detail
 from app.schemas.health import Health, NotReady, Ready
 from indexer.store.failures import BackendUnavailableError
 
 router = APIRouter(tags=["health"])
+READ_ONLY = "the index's last save failed for lack of space: it serves its last saved state; the next write retries"
 
 
 @router.get("/health", response_model=Health, summary="Liveness: the process answers")
@@ -35,7 +37,7 @@ async def ready(request: Request) -> Response:
         await engine.run_database(engine.images.check_backends)
     except BackendUnavailableError as exc:
         request.app.state.error_log.error(f"{exc.backend}-unavailable", str(exc), path=request.url.path)
-        down = NotReady(status="unavailable", backend=exc.backend, detail=str(exc)[:1000])
+        down = NotReady(status="unavailable", backend=exc.backend, detail=backend_detail(exc.backend))
         return JSONResponse(down.model_dump(exclude_none=True), status_code=503, headers=retry)
     images, captions, kind = await engine.run(
         lambda: (len(engine.images), len(engine.captions), engine.images.index_kind)
@@ -52,7 +54,8 @@ async def ready(request: Request) -> Response:
         image_precision=getattr(engine.images.encoder, "precision", "fp32"),
         index_kind=kind,
         load_seconds={k: round(v, 4) for k, v in engine.load_seconds.items()},
-        read_only=engine.images.read_only_reason,
+        # Why, with the folder, is in the log: the answer says only that it is so.
+        read_only=READ_ONLY if engine.images.read_only_reason else None,
     )
     return JSONResponse(body.model_dump())
 

@@ -12,6 +12,7 @@ requests never serve half a file.
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Callable
 from pathlib import Path as FsPath
 from typing import Annotated, TypeVar
@@ -20,19 +21,29 @@ from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Reques
 from fastapi.responses import FileResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from app.accept_language import InfoLanguage, ReaderLanguage
+from app.admin_keys import FailedKeys
 from app.engine import Engine, EngineDep
-from app.routers.common import ImageId, decode_or_422, image_info, read_upload, record_or_404
+from app.routers.common import (
+    ImageId,
+    decode_or_422,
+    image_info,
+    read_upload,
+    record_or_404,
+)
 from app.schemas.images import ImageAdded, ImageDeleted, ImageInfo
 from app.served_files import IMAGE_HEADERS, ServedFileError, allowed_path, verified_bytes, verified_image
 from app.service_settings import ServiceSettings
 from indexer.atomic import atomic_write_bytes
 from indexer.images import ImageDecodeError, content_hash, decode_image
+from indexer.metadata_limits import metadata_problem
 from indexer.store.locks import IndexBusyError
 from indexer.store.metadata import ImageRecord
 from indexer.store.uploads import lost_upload
 from indexer.thumbnails import thumbnail_bytes, thumbnail_path
 
 router = APIRouter(tags=["images"])
+log = logging.getLogger("app.images")
 
 _api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The admin key (POLYGLOT_API_KEY).")
 _bearer = HTTPBearer(auto_error=False, description="The admin key as a bearer token (alternative to X-API-Key).")
@@ -43,8 +54,9 @@ async def require_admin(
     key: Annotated[str | None, Security(_api_key_header)] = None,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)] = None,
 ) -> None:
-    """The admin endpoints' check: 401 without a key, 403 with a wrong one, 503 when no key is configured (admin
-    disabled). Reads the app's settings, not the engine: it answers while the models still load."""
+    """The admin endpoints' check: 401 without a key, 403 with a wrong one, 429 after too many wrong ones from the
+    client's address (:mod:`app.admin_keys`), 503 when no key is configured (admin disabled). Reads the app's
+    settings, not the engine: it answers while the models still load."""
     settings: ServiceSettings = request.app.state.settings
     expected = settings.service.api_key
     if expected is None or not expected.get_secret_value():
@@ -58,11 +70,42 @@ async def require_admin(
             "admin endpoint: send the API key in the X-API-Key header",
             headers={"WWW-Authenticate": "Bearer"},
         )
+    failures = _failed_keys(request)
+    client = request.client.host if request.client is not None else "unknown"
+    wait = failures.retry_after(client)
+    if wait is not None:  # before the comparison: a right guess among refused ones must not show
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"too many wrong API keys from this address; retry in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
+    # Constant time: how long the comparison takes says nothing of how much of the key was right.
     if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
+        failures.failed(client)
+        log.warning("wrong admin API key", extra={"client": client, "path": request.url.path})
         raise HTTPException(status.HTTP_403_FORBIDDEN, "wrong API key")
 
 
+def _failed_keys(request: Request) -> FailedKeys:
+    """The app's record of wrong admin keys (made on first use, from the app's settings)."""
+    state = request.app.state
+    failures = getattr(state, "failed_admin_keys", None)
+    if failures is None:
+        service = state.settings.service
+        failures = state.failed_admin_keys = FailedKeys(service.admin_key_tries, service.admin_key_retry_seconds)
+    return failures
+
+
 AdminDep = Annotated[None, Depends(require_admin)]
+
+
+def _busy(exc: IndexBusyError) -> HTTPException:
+    """409 for a write while another process writes the index: the folder it names goes to the log only."""
+    log.info("admin write refused: %s", exc)
+    return HTTPException(
+        status.HTTP_409_CONFLICT, "another process is writing to the index; wait for it to finish and retry"
+    )
+
 
 _Read = TypeVar("_Read")
 
@@ -126,9 +169,10 @@ async def list_images(
     engine: EngineDep,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    language: ReaderLanguage = "en",
 ) -> list[ImageInfo]:
     records = await engine.run_database(engine.images.list, offset, limit)
-    return [image_info(record) for record in records]
+    return [image_info(engine, record, language) for record in records]
 
 
 _FILE_ROUTE = {
@@ -182,11 +226,12 @@ async def get_preview(engine: EngineDep, image_id: ImageId) -> FileResponse:
 
 
 @router.get("/images/{image_id}/info", response_model=ImageInfo, summary="Stored metadata of an image")
-async def get_info(engine: EngineDep, image_id: ImageId) -> ImageInfo:
-    return image_info(await record_or_404(engine, image_id))
+async def get_info(engine: EngineDep, image_id: ImageId, language: InfoLanguage = "en") -> ImageInfo:
+    return image_info(engine, await record_or_404(engine, image_id), language)
 
 
 def _metadata(title: str | None, caption: str | None, tags: str | None) -> dict[str, object]:
+    """The upload's metadata, refused (422) over the bounds every answer holding the photo declares."""
     meta: dict[str, object] = {}
     if title:
         meta["title"] = title
@@ -194,6 +239,9 @@ def _metadata(title: str | None, caption: str | None, tags: str | None) -> dict[
         meta["caption"] = caption
     if tags:
         meta["tags"] = [t.strip() for t in tags.replace(";", ",").split(",") if t.strip()]
+    problem = metadata_problem(meta)
+    if problem is not None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"metadata refused: {problem}")
     return meta
 
 
@@ -230,10 +278,11 @@ def _add_bytes(engine: Engine, data: bytes, filename: str, meta: dict[str, objec
     with engine.pixels.reserved(data):
         decode_or_422(data, engine.settings.index.max_image_pixels)  # a clear 422 before anything is written
         try:
-            record = engine.images.add_image_bytes(data, filename, meta)
+            # Whether this call created it comes from the insert itself, under the write lock: a concurrent upload of
+            # the same bytes that got in first makes this one `created: false` (the check above is only a shortcut).
+            return engine.images.add_upload(data, filename, meta)
         except ImageDecodeError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-    return record, True
 
 
 @router.post(
@@ -266,10 +315,10 @@ async def add_image(
             assert path is not None
             record, created = await engine.run(_add_path, engine, path, meta)
     except IndexBusyError as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+        raise _busy(exc) from None
     if not created:
         response.status_code = status.HTTP_200_OK
-    info = image_info(record)
+    info = image_info(engine, record)
     return ImageAdded(**info.model_dump(), created=created)
 
 
@@ -279,7 +328,7 @@ async def delete_image(engine: EngineDep, _admin: AdminDep, image_id: ImageId) -
     try:
         removed = await engine.run(engine.images.remove, [image_id])
     except IndexBusyError as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+        raise _busy(exc) from None
     engine.forget([image_id])  # again: a search racing the removal may have cached it meanwhile
     if not removed:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no image with id {image_id} in the index")

@@ -13,6 +13,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 
+from app.accept_language import ReaderLanguage
 from app.engine import Engine, EngineDep
 from app.routers.common import IMAGE_URL, PREVIEW_URL, THUMBNAIL_URL
 from app.routers.search import FilterDep, described
@@ -40,13 +41,15 @@ def _month(value: str) -> TimelineKey:
     return TimelineKey.month_end(int(match[1]), int(match[2]))
 
 
-def _page(engine: Engine, k: int, after: TimelineKey | None, where: PhotoFilter | None, stack: bool) -> LibraryPage:
+def _page(
+    engine: Engine, k: int, after: TimelineKey | None, where: PhotoFilter | None, stack: bool, language: str
+) -> LibraryPage:
     allowed = engine.images.store.filtered_ids(where) if where is not None else None
     stacks: Stacks | None = current_stacks(engine) if stack else None
     entries, following = timeline_page(
         engine.images.store, k, after, allowed, stacks.hidden if stacks is not None else ()
     )
-    metadata = engine.metadata([entry.id for entry in entries])
+    metadata = engine.metadata([entry.id for entry in entries], language)
     results = [
         LibraryPhoto(
             id=entry.id,
@@ -90,6 +93,7 @@ async def library(
     ] = None,
     where: FilterDep = None,
     stack: StackParam = True,
+    language: ReaderLanguage = "en",
 ) -> LibraryPage:
     if cursor is not None and month is not None:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "give cursor or month, not both")
@@ -97,7 +101,7 @@ async def library(
         after = TimelineKey.decode(cursor) if cursor is not None else _month(month) if month is not None else None
     except CursorError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-    return await engine.run(_page, engine, k, after, where, stack)
+    return await engine.run(_page, engine, k, after, where, stack, language)
 
 
 def _months(engine: Engine, where: PhotoFilter | None, stack: bool) -> LibraryMonths:

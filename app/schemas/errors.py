@@ -42,6 +42,8 @@ _DESCRIPTIONS = {
     "404": "No such image (or its file cannot be served).",
     "408": "The request body stalled (POLYGLOT_BODY_TIMEOUT_SECONDS); the connection is closed.",
     "409": "The index is busy with another writer; retry.",
+    "429": "Admin endpoint: too many wrong API keys from this address (POLYGLOT_ADMIN_KEY_TRIES); retry after "
+    "Retry-After seconds.",
     "413": "The upload is over the size limit (POLYGLOT_MAX_UPLOAD_BYTES).",
     "422": "Invalid input: the parameters (a list of issues) or the content (a sentence: not an image, an "
     "unsupported language, …).",
@@ -57,7 +59,7 @@ def _error_response(code: str) -> dict[str, Any]:
         "description": _DESCRIPTIONS[code],
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
     }
-    if code in ("503", "507"):
+    if code in ("429", "503", "507"):
         response["headers"] = _RETRY_AFTER
     return response
 
@@ -75,7 +77,7 @@ def statuses_for(path: str, method: str, operation: dict[str, Any]) -> list[str]
     if "requestBody" in operation:
         codes += ["400", "408", "413"]
     if operation.get("security"):
-        codes += ["401", "403", "409", "507"]
+        codes += ["401", "403", "409", "429", "507"]
     return sorted(set(codes))
 
 

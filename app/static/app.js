@@ -483,7 +483,7 @@ async function showTags(id, lang) {
     for (const tag of [...tags].sort((a, b) => b.score - a.score)) {
       const item = document.createElement("li");
       item.textContent = tag.tag;
-      item.title = `${tag.source} · ${tag.score.toFixed(3)}`;
+      item.title = `${tag.english ?? tag.source} · ${tag.concept ?? "no concept"} · ${tag.score.toFixed(3)}`;
       list.appendChild(item);
     }
     if (!list.children.length) list.textContent = "No tags.";

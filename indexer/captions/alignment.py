@@ -110,9 +110,3 @@ class CaptionAlignment:
         if lang == self.langs[1]:
             return self.linear.project_y(sentences)
         raise ValueError(f"the alignment {self.name} does not map {lang!r}")
-
-
-def shipped_alignments() -> list[Path]:
-    """The alignments shipped with the package (``indexer/assets/align/<x>-<y>/``)."""
-    folder = Path(__file__).resolve().parents[1] / "assets" / "align"
-    return sorted(p for p in folder.iterdir() if (p / CONFIG_NAME).exists()) if folder.is_dir() else []

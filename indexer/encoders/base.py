@@ -160,6 +160,16 @@ class TextEncoder(Encoder):
         None: the text side's fingerprint (:func:`indexer.tower.tower_fingerprint`) hashes it when there is one."""
         return None
 
+    @property
+    def parts(self) -> Sequence[TextEncoder]:
+        """The encoders whose unit vectors this one concatenates (a hybrid such as ``muse+e5-small``, which a
+        plugin registers); empty for a single encoder. Caches and alignments see each part on its own."""
+        return ()
+
+    def combine(self, embeddings: Sequence[np.ndarray]) -> np.ndarray:
+        """This encoder's vectors from its parts' (also used on cached part embeddings); only a hybrid has parts."""
+        raise NotImplementedError(f"{self.name} has no parts to combine")
+
     def supports(self, lang: str) -> bool:
         return self.languages is None or lang.lower() in self.languages
 

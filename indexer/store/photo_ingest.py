@@ -175,7 +175,10 @@ class PhotoIngest:
         return report
 
     # ------------------------------------------------------------------ uploads
-    def add_upload(self, data: bytes, filename: str, metadata: dict | None = None) -> ImageRecord:
+    def add_upload(self, data: bytes, filename: str, metadata: dict | None = None) -> tuple[ImageRecord, bool]:
+        """The record of the uploaded bytes and whether this call created it (False: the same bytes were indexed
+        already, by an earlier or a concurrent upload). Decided under the write lock by what this call inserted,
+        so of any number of concurrent identical uploads exactly one is told it created the photo."""
         state, maintenance = self.state, self.maintenance
         # Decoded as `index add` decodes a file (reduced to decode_side): the same photo gets the same vector.
         image = decode_image(data, max_pixels=state.settings.index.max_image_pixels, min_side=self.decode_side())
@@ -187,7 +190,7 @@ class PhotoIngest:
             existing = state.store.by_sha256(sha)
             if existing is not None:
                 if not lost_upload(state.folder, existing.path):
-                    return existing
+                    return existing, False
                 # A failed write whose rows could not be taken back (the database failed too) left this row:
                 # returning it would hand out a photo that is neither served nor searchable.
                 log.warning("replacing an upload whose file is missing", extra={"id": existing.id})
@@ -216,7 +219,7 @@ class PhotoIngest:
                     self.roll_back([r.id for r in records])
         if not records:
             raise ImageDecodeError(report.failed[0][1] if report.failed else "the image could not be indexed")
-        return records[0]
+        return records[0], True
 
     # ------------------------------------------------------------------ the steps
     def prepare(self, items: builtins.list[Item], decoded: dict[str, Image.Image] | None = None) -> Prepared:

@@ -84,6 +84,8 @@ class ReadOnlyRows:
         try:
             return self._connection.execute(sql, parameters).fetchall()
         except sqlite3.Error as exc:  # locked past the time-out, not a database, unreadable: one clear line
+            if opening.is_corrupt_sqlite(exc):  # damaged: retrying will not help, what to run is named
+                raise opening.corrupt_metadata(self.path.parent, str(self.path), exc) from None
             raise BackendUnavailableError("database", f"{self.path}: {exc}") from exc
 
     def _by_ids(self, columns: str, ids: Sequence[int]) -> Iterator[tuple]:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -58,10 +60,25 @@ def load_vectors(folder: Path, sidecar: Sidecar, settings: VectorIndexSettings) 
     if named.startswith(FILES_PREFIX):
         return None
     if sidecar.index_type == MMAP_KIND:
-        return MmapIvfIndex.open(folder / sidecar.files["vectors"], settings)
+        path = folder / sidecar.files["vectors"]
+        with _readable(folder, path):
+            return MmapIvfIndex.open(path, settings)
     if (folder / FAISS_NAME).exists():
-        return FaissFileVectors.load(folder, sidecar.index_type, settings)
+        with _readable(folder, folder / FAISS_NAME):
+            return FaissFileVectors.load(folder, sidecar.index_type, settings)
     return None
+
+
+@contextmanager
+def _readable(folder: Path, path: Path) -> Iterator[None]:
+    """A vector file FAISS cannot read (garbage, cut off, not an id-mapped index) as the index's one-line refusal
+    naming `polyglot index rebuild` (:func:`~indexer.store.opening.corrupt_vectors`), not FAISS's traceback."""
+    from indexer.store.opening import corrupt_vectors
+
+    try:
+        yield
+    except (RuntimeError, ValueError, EOFError, KeyError) as exc:  # FAISS raises RuntimeError; the checks ValueError
+        raise corrupt_vectors(folder, path, exc) from None
 
 
 def new_vectors(folder: Path, dim: int, settings: VectorIndexSettings) -> VectorBackend:

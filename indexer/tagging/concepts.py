@@ -17,8 +17,8 @@ The weights were chosen on 600 m30k-f8k train photos (tag words among their Engl
 photos (benchmarks/tags_by_concept.md). The best concepts are then taken in order, skipping a concept that makes
 three on one chain of the hierarchy (*beagle, hound, dog*), a third child of one parent (three terriers), or a
 name the answer already shows. A concept's name in a language is its first name in the lexicon, else the word
-that the language's shipped vocabulary gives for one of its English lemmas (``source`` says which), else the
-concept is not named in that language and the next one is taken.
+that the language's shipped vocabulary gives for one of its English lemmas whose commonest concept it is
+(``source`` says which), else the concept is not named in that language and the next one is taken.
 
 The concept vectors (one per concept, the served text side's embedding of its English name) are computed at
 set-up (``polyglot models fetch`` runs :func:`concept_vectors`) and cached under
@@ -109,6 +109,14 @@ class ConceptTag:
     source: str  # LEXICON_SOURCE or VOCABULARY_SOURCE
 
 
+def same_word(name: str, lang: str) -> str:
+    """What two names of one answer must not share: the folded name (Arabic without its article: قطار, القطار)."""
+    folded = name.casefold()
+    if lang == "ar" and folded.startswith("ال") and len(folded) > 4:
+        return folded[2:]
+    return folded
+
+
 class ConceptTagger:
     """Ranks the lexicon's concepts for a photo and names them in any language (thread-safe after construction)."""
 
@@ -190,10 +198,10 @@ class ConceptTagger:
                 continue  # a third child of one parent
             concept = self.lexicon.ids[row]
             named = self.name(concept, lang)
-            if named is None or named[0].casefold() in shown:
+            if named is None or same_word(named[0], lang) in shown:
                 continue
             chosen.append(row)
-            shown.add(named[0].casefold())
+            shown.add(same_word(named[0], lang))
             children[parent] = children.get(parent, 0) + 1
             out.append(ConceptTag(concept, named[0], self._english[row], float(scores[row]), named[1]))
             if len(out) == k:
@@ -224,7 +232,9 @@ class ConceptTagger:
         table = self._fallback_table(lang)
         for lemma in self.lexicon.concept(concept).lemmas:
             word = table.get(lemma.casefold())
-            if word is not None:
+            # Only through an English word whose commonest concept this is: the vocabulary's word for "coach" is
+            # the trainer's, not the bus's (a word list cannot say which sense it translates).
+            if word is not None and self.lexicon.find(lemma, "en")[:1] == [concept]:
                 return word, VOCABULARY_SOURCE
         return None
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from indexer.caption_records import CaptionFileError, iter_captions
+from indexer.regular_files import open_regular_text, read_regular_text
 from indexer.tagging.text import count_content_words, normalise_text, written_form
 
 DEFAULT_MIN_COUNT = 2
@@ -75,7 +76,7 @@ def read_texts(path: Path, lang: str) -> Iterator[str]:
     """
     path = Path(path)
     try:
-        with path.open(encoding="utf-8") as handle:
+        with open_regular_text(path) as handle:  # a FIFO or device: refused at once
             first = next((line.strip() for line in handle if line.strip()), "")
             if not first.startswith("{"):
                 yield from (line.strip() for line in itertools.chain([first], handle) if line.strip())
@@ -92,7 +93,7 @@ def read_word_list(path: Path) -> Counter[str]:
     """One tag per line (a word or a short phrase); repeated lines add up."""
     counts: Counter[str] = Counter()
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_regular_text(path).splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise VocabularyError(f"cannot read word list {path}: {exc}") from exc
     for line in lines:

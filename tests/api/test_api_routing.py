@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 import indexer.settings as indexer_settings
 from app.main import create_app
 from app.service_settings import ServiceSettings
-from indexer.bridge import LanguageBridge
 from indexer.query import QueryCache
 from indexer.settings import REMOVED_SETTINGS, removed_settings, warn_removed_settings
+from training.bridge import LanguageBridge
 
 pytest_plugins = ("api_fixtures",)
 

@@ -10,7 +10,7 @@ from conftest import write_random_images
 from typer.testing import CliRunner
 
 from app.cli import cli, serve_cmd
-from indexer.asset_paths import research_tower_path
+from training.asset_paths import research_tower_path
 
 
 def test_default_collection_is_the_shared_dev_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

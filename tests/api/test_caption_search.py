@@ -175,9 +175,9 @@ def test_captions_search_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def test_shipped_alignments_load_and_match_their_checksums() -> None:
     import hashlib
 
-    from indexer.captions.alignment import shipped_alignments
+    from training.asset_paths import SHIPPED_ALIGNMENTS, shipped_alignments
 
-    folder = Path(__file__).resolve().parents[2] / "indexer" / "assets" / "align"
+    folder = SHIPPED_ALIGNMENTS
     listed = {}
     for line in (folder / "README.md").read_text(encoding="utf-8").splitlines():
         parts = line.split()
@@ -195,8 +195,8 @@ def test_shipped_alignments_load_and_match_their_checksums() -> None:
 
 def test_sentence_space_applies_the_towers_language_bridge(tmp_path: Path) -> None:
     """A bridged language's captions and queries are compared as the tower reads them (bridge applied)."""
-    from indexer.bridge import LanguageBridge
     from indexer.tower import TextEmbedder
+    from training.bridge import LanguageBridge
 
     plain = fake_text_embedder()
     rng = np.random.default_rng(0)

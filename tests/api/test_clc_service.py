@@ -144,7 +144,7 @@ def test_search_with_clc_classifier_reranks_through_the_image_index(
 ) -> None:
     """A classifier that trusts the query's own score alone must give back the plain ranking (all 8 photos are
     candidates); the scores shown are CLC-A's."""
-    from indexer.query.clc import ClcClassifier
+    from training.clc.consistency import ClcClassifier
 
     w1 = np.zeros((32, 4), dtype=np.float32)
     w1[0, 0] = 1.0

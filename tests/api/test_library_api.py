@@ -19,6 +19,7 @@ from PIL import Image
 
 from app.main import create_app
 from app.service_settings import ServiceSettings
+from indexer.query.pipeline import DEFAULT_Z
 
 pytest_plugins = ("api_fixtures",)
 
@@ -174,7 +175,7 @@ def test_search_stacks_and_sort_by_date_implies_the_cutoff(client: TestClient) -
     assert pair["stack"]["count"] == 2 and pair["id"] in pair["stack"]["ids"]
     # sort=date: only what passes the relevance cut-off (implied), newest first; cutoff=off: the whole pool.
     by_date = client.get("/v1/search", params={"q": "beach", "lang": "en", "k": 20, "sort": "date"}).json()
-    assert by_date["cutoff"] == 1.5 and 1 <= len(by_date["results"]) < 9
+    assert by_date["cutoff"] == DEFAULT_Z and 1 <= len(by_date["results"]) < 9
     every = client.get("/v1/search", params={"q": "beach", "lang": "en", "k": 20, "sort": "date", "cutoff": "off"})
     assert every.json()["cutoff"] is None and len(every.json()["results"]) == 9
     dates = [r["metadata"]["taken_at"] for r in every.json()["results"] if r["metadata"]["taken_at"]]

@@ -151,7 +151,10 @@ def test_a_setting_the_settings_refuse_is_one_error_line_naming_the_variable(
     monkeypatch.setenv("POLYGLOT_IMAGE_PRECISION", "int4")
     code, output = invoke("stats")
     assert code == 2
-    assert output.strip() == "error: invalid setting POLYGLOT_IMAGE_PRECISION='int4': Input should be 'int8' or 'fp32'"
+    # The variable, the value and the allowed values; the rest of the sentence is pydantic's and not pinned here.
+    (line,) = output.strip().splitlines()
+    assert line.startswith("error: invalid setting POLYGLOT_IMAGE_PRECISION='int4': "), line
+    assert "'int8'" in line and "'fp32'" in line, line
     monkeypatch.delenv("POLYGLOT_IMAGE_PRECISION")
     monkeypatch.setenv("POLYGLOT_BATCH_SIZE", "many")
     result = runner.invoke(cli, ["search", "dog"])

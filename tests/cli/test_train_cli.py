@@ -245,7 +245,7 @@ def test_an_alignment_in_the_new_spelling_records_it(toy: Path, tmp_path: Path) 
 def recorded_commands() -> list[str]:
     """Every `polyglot train …` a shipped model card or the README records."""
     commands = []
-    for card in sorted(Path("indexer/assets").glob("**/*.json")):
+    for card in sorted([*Path("indexer/assets").glob("**/*.json"), *Path("training/assets").glob("**/*.json")]):
         saved = json.loads(card.read_text())
         command = saved.get("command") or saved.get("training", {}).get("command")
         if isinstance(command, str) and command.startswith("polyglot train"):

@@ -5,12 +5,27 @@ benchmarks)."""
 from __future__ import annotations
 
 import ast
+import json
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import clear_polyglot_env
 
-from indexer.encoders import build_image_encoder, build_text_encoder, build_text_side
+from indexer.encoders import (
+    REGISTRY,
+    EncoderRequest,
+    TextEncoder,
+    UnknownEncoderError,
+    build_image_encoder,
+    build_text_encoder,
+    build_text_side,
+    image_encoder_names,
+    load_plugins,
+    text_encoder_names,
+)
+from indexer.encoders.factory import Registry
 from indexer.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +79,8 @@ def test_built_encoders_follow_the_settings(settings: Settings) -> None:
 
 
 def test_the_text_side_is_the_configured_folder(settings: Settings) -> None:
-    from indexer.asset_paths import research_tower_path, shipped_tower_path
+    from indexer.asset_paths import shipped_tower_path
+    from training.asset_paths import research_tower_path
 
     if not (shipped_tower_path() / "config.json").exists():
         pytest.skip("no shipped student")
@@ -72,3 +88,68 @@ def test_the_text_side_is_the_configured_folder(settings: Settings) -> None:
     assert student.encoder.name == "e5-student" and student.encoder.variant == "int8"  # type: ignore[attr-defined]
     tower = build_text_side(settings, research_tower_path("tower"), bridge=False)
     assert tower.encoder.name == "muse+e5-small" and tower.bridge is None and not tower.encoder.loaded
+    with_bridge = build_text_side(settings, research_tower_path("tower"))
+    assert type(with_bridge.bridge).__name__ == "LanguageBridge" and "cs" in with_bridge.bridge.languages  # type: ignore[union-attr]
+
+
+class Echo(TextEncoder):
+    """A text encoder a plugin registers: it records what the factory asked of it."""
+
+    dim = 2
+
+    def __init__(self, argument: str, request: EncoderRequest) -> None:
+        super().__init__()
+        self.name, self.request = f"echo:{argument}", request
+
+    def _load(self) -> None:
+        pass
+
+    def _predict(self, texts: Sequence[str]) -> np.ndarray:
+        return np.ones((len(texts), 2), dtype=np.float32)
+
+
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> Registry:
+    """The factory's registry, with the plugins' entries, restored after the test."""
+    load_plugins()
+    for table in ("image_encoders", "text_encoders", "text_sides"):
+        monkeypatch.setattr(REGISTRY, table, dict(getattr(REGISTRY, table)))
+    return REGISTRY
+
+
+def test_a_registered_encoder_is_built_with_the_settings(settings: Settings, registry: Registry) -> None:
+    registry.text_encoders["echo"] = Echo
+    encoder = build_text_encoder(settings.model_copy(update={"device": "cuda:1"}), "echo:hello")
+    assert isinstance(encoder, Echo) and encoder.name == "echo:hello" and not encoder.loaded
+    assert encoder.request.device == "cuda:1" and encoder.request.e5_precision == "int8"
+    assert encoder.request.models_dir == settings.resolved_models_dir
+    assert "echo" in text_encoder_names()
+
+
+def test_the_lab_registers_its_encoders_and_a_name_nobody_has_lists_them_all(settings: Settings) -> None:
+    with pytest.raises(UnknownEncoderError, match=r"choose one of: e5-small, embeddinggemma, muse, .*laser"):
+        build_text_encoder(settings, "word2vec")
+    assert "resnet152" in image_encoder_names()
+    hybrid = build_text_encoder(settings, "e5-small+muse-numpy")
+    assert hybrid.name == "e5-small+muse-numpy" and [p.name for p in hybrid.parts] == ["e5-small", "muse-numpy"]
+
+
+def test_a_tower_of_a_kind_nobody_serves_is_a_clear_error(settings: Settings, tmp_path: Path) -> None:
+    folder = tmp_path / "tower"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"kind": "mystery"}))
+    with pytest.raises(UnknownEncoderError, match="holds a 'mystery' tower, which no installed package serves"):
+        build_text_side(settings, folder)
+
+
+def test_a_bridge_nobody_reads_is_a_clear_error(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from indexer.encoders import factory
+
+    (tmp_path / "bridge.json").write_text("{}")
+    monkeypatch.setattr(REGISTRY, "bridge_loader", None)
+    monkeypatch.setattr(factory, "load_plugins", lambda: REGISTRY)  # as where the lab is not installed
+    with pytest.raises(UnknownEncoderError, match=r"has a language bridge \(bridge.json\), which no installed"):
+        factory.load_bridge(tmp_path)
+    assert factory.load_bridge(tmp_path / "elsewhere") is None  # no bridge.json: nothing to read

@@ -29,7 +29,7 @@ def random_image(seed: int, size: tuple[int, int] = (300, 200)) -> Image.Image:
     [
         ("image", "vgg16", "unknown image encoder 'vgg16'; choose one of: efficientnet-lite0"),
         ("image", "efficientnet-lite0:foo", "takes no argument"),
-        ("text", "word2vec", "unknown text encoder 'word2vec'; choose one of: muse"),
+        ("text", "word2vec", "unknown text encoder 'word2vec'; choose one of: e5-small, embeddinggemma, muse"),
     ],
 )
 def test_unknown_names_are_clear_errors(factory: str, spec: str, message: str, tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import pytest
 from api_fixtures import FakeTextEncoder
 
 from indexer.encoders.factory import create_text_encoder
-from indexer.encoders.hybrid import HybridTextEncoder
 from training.data.features import text_embeddings
+from training.encoders.hybrid import HybridTextEncoder
 
 
 class CzechOnly(FakeTextEncoder):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from indexer.encoders.factory import create_text_encoder
-from indexer.encoders.laser import EOS, SPM_FILE, UNK, WEIGHTS_FILE, LaserUnavailableError, build_lstm
+from training.encoders.laser import EOS, SPM_FILE, UNK, WEIGHTS_FILE, LaserUnavailableError, build_lstm
 
 pytest.importorskip("sentencepiece", reason="optional LASER extra not installed")
 pytest.importorskip("sacremoses", reason="optional LASER extra not installed")

@@ -100,7 +100,7 @@ def test_onnx_matches_the_engine(models_dir: Path, engine: object, precision: st
 
 def test_backend_choice(models_dir: Path, tmp_path: Path) -> None:
     from indexer.encoders.e5 import E5SmallEncoder
-    from indexer.encoders.hybrid import HybridTextEncoder
+    from training.encoders.hybrid import HybridTextEncoder
 
     assert isinstance(create_text_encoder("e5-small", tmp_path), E5SmallEncoder)  # not built there
     assert isinstance(create_text_encoder("e5-small", models_dir, backend="torch"), E5SmallEncoder)

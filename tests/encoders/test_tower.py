@@ -89,9 +89,10 @@ def test_image_spaces() -> None:
 @pytest.mark.parametrize("folder", ["tower", "tower-muse"])
 def test_shipped_towers_load_and_share_one_image_space(folder: str) -> None:
     """Switching between the shipped towers (POLYGLOT_TOWER_PATH) must never force re-indexing the photos."""
-    assets = Path(__file__).resolve().parents[2] / "indexer" / "assets"
-    tower = TextTower.from_pretrained(assets / folder)
-    default = TextTower.from_pretrained(assets / "tower")
+    from training.asset_paths import research_tower_path
+
+    tower = TextTower.from_pretrained(research_tower_path(folder))
+    default = TextTower.from_pretrained(research_tower_path("tower"))
     assert tower.image_encoder == default.image_encoder == "efficientnet-lite2"
     assert tower.image_space.fingerprint == default.image_space.fingerprint
     assert set(tower.config["languages"]) == {"en", "de", "fr", "cs", "pt"}
@@ -112,8 +113,8 @@ def small_tower(text_encoder: str = "muse", input_dim: int = 4) -> TextTower:
 
 
 def test_one_tower_fingerprint_for_weights_encoder_and_bridge() -> None:
-    from indexer.bridge import LanguageBridge
     from indexer.tower import tower_fingerprint
+    from training.bridge import LanguageBridge
 
     def tower(text_encoder: str = "muse") -> TextTower:
         return small_tower(text_encoder)

@@ -1,4 +1,4 @@
-"""Deployment files: `docker compose config` validates them (skipped without a compose client), and the
+"""Deployment files: `docker compose config` validates them (without a compose client: failed under CI, skipped elsewhere), and the
 container's own commands — the HEALTHCHECK snippet and the CMD — work when run outside Docker."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from required_tools import tool_missing
 
 pytest_plugins = ("api_fixtures",)
 
@@ -35,7 +36,7 @@ def compose_command() -> list[str] | None:
 def compose_config(*files: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     command = compose_command()
     if command is None:
-        pytest.skip("no docker compose client installed")
+        tool_missing("no docker compose client installed (docker compose or docker-compose)")
     args = [arg for name in files for arg in ((name,) if name.startswith("--") else ("-f", str(ROOT / name)))]
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("POLYGLOT_", "POSTGRES_"))}
     return subprocess.run(

@@ -14,7 +14,49 @@ from indexer.tagging.shipped import ShippedVocabularies, ShippedWords, shipped_l
 from training.tag_vocab.checks import english_rather_than, foreign_with_confidence, in_script
 
 CAPTION_LANGS = ["en", "de", "fr", "cs", "pt", "zh", "ja", "ar", "es", "uk"]
-LEXICON_LANGS = ["af", "ar", "bg", "bs", "ca", "cs", "da", "de", "es", "et", "fa", "fi", "fr", "hi", "hr", "hu", "id", "it", "ja", "ko", "lt", "lv", "mk", "ms", "nl", "no", "pl", "pt", "ro", "ru", "sk", "sl", "sq", "sv", "ta", "th", "tl", "tr", "uk", "vi", "zh"]
+LEXICON_LANGS = [
+    "af",
+    "ar",
+    "bg",
+    "bs",
+    "ca",
+    "cs",
+    "da",
+    "de",
+    "es",
+    "et",
+    "fa",
+    "fi",
+    "fr",
+    "hi",
+    "hr",
+    "hu",
+    "id",
+    "it",
+    "ja",
+    "ko",
+    "lt",
+    "lv",
+    "mk",
+    "ms",
+    "nl",
+    "no",
+    "pl",
+    "pt",
+    "ro",
+    "ru",
+    "sk",
+    "sl",
+    "sq",
+    "sv",
+    "ta",
+    "th",
+    "tl",
+    "tr",
+    "uk",
+    "vi",
+    "zh",
+]
 
 
 def words(lang: str) -> ShippedWords:

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from api_fixtures import FakeTextEncoder, fake_text_embedder
 
-from indexer.bridge import LanguageBridge, fit_ridge, part_columns
-from indexer.encoders.hybrid import HybridTextEncoder
 from indexer.tower import TextEmbedder
+from training.bridge import LanguageBridge, fit_ridge, part_columns
 from training.data.dataset import Caption, CaptionDataset
+from training.encoders.hybrid import HybridTextEncoder
 from training.tower.bridge_fit import choose_parts, fit_bridge, parallel_pairs
 
 
@@ -109,8 +109,8 @@ def test_fit_from_parallel_captions_and_use_it_at_query_time(tmp_path: Path) -> 
 
 
 def test_the_research_tower_carries_a_czech_bridge_from_e5_to_muse() -> None:
-    from indexer.asset_paths import research_tower_path
     from indexer.tower import TextTower
+    from training.asset_paths import research_tower_path
 
     folder = research_tower_path("tower")
     bridge = LanguageBridge.from_pretrained(folder)

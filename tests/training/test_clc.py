@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from indexer.glosses import LexiconTranslator
-from indexer.query.clc import ClcClassifier, ClcError, Versions, rerank
-from indexer.translation import GlossTranslator, ParallelTranslator, RetrievalTranslator, find_mt_translator
-from indexer.translation.base import QueryTranslator, TranslationError
-from indexer.translation.retrieval import SIDECAR, index_folder
+from training.clc.consistency import ClcClassifier, ClcError, Versions, rerank
 from training.clc.fit import ClcMLP, fit_classifier, mean_recall
+from training.glosses import LexiconTranslator
 from training.losses.clc_triplet import clc_triplet_loss
+from training.translation import GlossTranslator, ParallelTranslator, RetrievalTranslator, find_mt_translator
+from training.translation.base import QueryTranslator, TranslationError
+from training.translation.retrieval import SIDECAR, index_folder
 
 
 def unit(a: np.ndarray) -> np.ndarray:

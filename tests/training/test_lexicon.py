@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from indexer.glosses import LexiconError, LexiconTranslator
+from training.glosses import LexiconError, LexiconTranslator
 
 
 def write_lexicons(folder: Path) -> Path:

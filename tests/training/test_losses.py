@@ -173,7 +173,7 @@ def test_unknown_loss() -> None:
 
 
 def test_the_command_line_lists_every_loss() -> None:
-    from app.cli.tower_cmd import LOSS_NAMES
+    from training.cli.tower_cmd import LOSS_NAMES
     from training.losses import LOSSES
 
     assert tuple(LOSSES) == LOSS_NAMES

@@ -180,7 +180,7 @@ def test_the_model_card_names_the_distill_and_word_teachers(tmp_path) -> None:
     from training.student.train import model_card
 
     plain = model_card(StudentRecipe(), [])
-    assert "distill term; teacher: the research tower `indexer/assets/tower`" in plain
+    assert "distill term; teacher: the research tower `training/assets/tower`" in plain
     assert "word teacher: the shipped student" in plain
     teacher = tmp_path / "w12a13"
     teacher.mkdir()

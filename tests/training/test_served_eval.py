@@ -85,6 +85,6 @@ def test_evaluate_cli_reports_the_served_model(
         ["--lexicon-weight", "1"],
     ):
         gone = CliRunner().invoke(cli, ["evaluate", "--data", str(data), *removed])
-        assert gone.exit_code == 2 and "No such option" in gone.output, removed
+        assert gone.exit_code == 2 and removed[0] in gone.output, removed  # a usage error naming the option
     lexicons = CliRunner().invoke(cli, ["evaluate", "--data", str(data), "--lexicons", str(tmp_path)])
     assert lexicons.exit_code == 2 and "gloss translator" in " ".join(lexicons.output.split())

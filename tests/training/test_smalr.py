@@ -1,4 +1,4 @@
-"""SMALR (indexer/smalr, training/smalr): vocabulary, numpy GRU, FastText reader, export = served scores,
+"""SMALR (training/smalr, training/smalr): vocabulary, numpy GRU, FastText reader, export = served scores,
 ``polyglot train --method la|hem|smalr`` then ``polyglot evaluate`` through the CLI, and /search on a tiny tower."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from app.service_settings import ServiceSettings
 from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
 from indexer.query import QueryPipeline, load_models
-from indexer.smalr import SmalrEmbedder, SmalrTower, SmalrVocab, tokenize
+from training.smalr import SmalrEmbedder, SmalrTower, SmalrVocab, tokenize
 from training.smalr.batching import mask_words
 from training.smalr.network import SmalrNetwork
 from training.smalr.vocabulary import build_word_list, compact_assignment, to_vocab

@@ -127,7 +127,7 @@ def test_c2c_term_trains_and_ties_the_languages(tmp_path: Path) -> None:
 
 
 def test_a_tower_trained_through_a_bridge_ships_with_it(tmp_path: Path) -> None:
-    from indexer.bridge import LanguageBridge
+    from training.bridge import LanguageBridge
 
     dim = ToyTextEncoder().dim
     half = dim // 2

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from headless_chromium import CHROMIUM, MISSING, launch_chromium
+from required_tools import tool_missing
 
 pytest_plugins = ("api_fixtures",)
 pytestmark = pytest.mark.browser
@@ -16,8 +17,8 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def browser_page():
     if not CHROMIUM.exists():
-        pytest.skip(MISSING)
-    sync_api = pytest.importorskip("playwright.sync_api")
+        tool_missing(MISSING)
+    from playwright import sync_api
     with sync_api.sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         try:

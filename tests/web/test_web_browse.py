@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from headless_chromium import CHROMIUM, MISSING, launch_chromium
 from photo_samples import heic, jpeg, picture, write
+from required_tools import tool_missing
 from test_web_library import assert_fits_the_screen
 
 from app.service_settings import ServiceSettings
@@ -58,8 +59,8 @@ def service_settings(service_settings: ServiceSettings) -> ServiceSettings:
 @pytest.fixture
 def pages():  # type: ignore[no-untyped-def]
     if not CHROMIUM.exists():
-        pytest.skip(MISSING)
-    sync_api = pytest.importorskip("playwright.sync_api")
+        tool_missing(MISSING)
+    from playwright import sync_api
     with sync_api.sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         try:
@@ -143,7 +144,9 @@ def test_a_tall_screen_fills_with_results(live_server: str, pages) -> None:  # t
 
 def test_phone_heic_preview_and_favicon(live_server: str, pages) -> None:  # type: ignore[no-untyped-def]
     page = pages(390, 844)
-    page.goto(live_server + "/?folder=iphone13")  # a word no temporary path holds: folder= matches the start of any word of a path
+    page.goto(
+        live_server + "/?folder=iphone13"
+    )  # a word no temporary path holds: folder= matches the start of any word of a path
     page.wait_for_selector(".card")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert page.is_visible("#folder")  # a filter is set: the filters show what is applied

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from headless_chromium import CHROMIUM, MISSING, launch_chromium
 from photo_samples import jpeg, write
+from required_tools import tool_missing
 
 pytest_plugins = ("api_fixtures",)
 pytestmark = pytest.mark.browser
@@ -41,8 +42,8 @@ def _launch(sync_api, playwright, viewport):  # type: ignore[no-untyped-def]
 def pages():  # type: ignore[no-untyped-def]
     """A factory of pages at a given viewport (desktop or phone)."""
     if not CHROMIUM.exists():
-        pytest.skip(MISSING)
-    sync_api = pytest.importorskip("playwright.sync_api")
+        tool_missing(MISSING)
+    from playwright import sync_api
     with sync_api.sync_playwright() as playwright:
         browsers = []
 

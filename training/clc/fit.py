@@ -17,11 +17,11 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from indexer.query import QueryPipeline
-from indexer.query.clc import HIDDEN, ClcClassifier, Versions
-from indexer.translation.parallel import ParallelTranslator
+from training.clc.consistency import HIDDEN, ClcClassifier, Versions
 from training.data.prepared import PreparedSplit
 from training.evaluation.retrieval_metrics import KS
 from training.losses.clc_triplet import clc_triplet_loss
+from training.translation.parallel import ParallelTranslator
 
 
 @dataclass

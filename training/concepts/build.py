@@ -3,7 +3,7 @@
     python -m training.concepts.build --data ../shared/data/concepts
 
 Which concepts: the WordNet noun concepts people photograph (animals, plants, food, artifacts, natural objects,
-people and their roles, places, weather and other phenomena, substances, parts of the body) that are common: a
+people and their roles, places, weather and other phenomena, substances) that are common: a
 sense-tagged corpus count above zero or names in at least ``--min-languages`` languages, plus every ImageNet-1k
 class (concept ``0xxxxxxx-n`` of class ``n0xxxxxxx``) and its ancestors. Proper names of people and places
 (*Seattle*, *Robinson Crusoe*: every English lemma capitalised) are left out unless ImageNet has them.
@@ -46,8 +46,7 @@ PHOTOGRAPHED = (
     "noun.location",
     "noun.phenomenon",
     "noun.substance",
-    "noun.body",
-)
+)  # not noun.body: its concepts (throat, canine tooth, thyroid gland) are what a photo's tags should not say
 PROPER_NAME_KINDS = ("noun.person", "noun.location")
 DEFAULT_MIN_LANGUAGES = 15
 DEFAULT_MIN_CONCEPTS = 500  # a language with fewer named concepts ships no file (its vocabulary serves it)

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from indexer.bridge import LanguageBridge
 from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.tower import TextTower
+from training.bridge import LanguageBridge
 from training.data.features import text_embeddings
 from training.data.prepared import PreparedSplit
 from training.evaluation.retrieval_metrics import KS, c2c_recall_at_1, language_recalls, recall_sum

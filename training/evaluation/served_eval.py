@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from indexer.image_index import Hit
 from indexer.query import Models, QueryPipeline
-from indexer.query.clc import ClcMode
+from indexer.query.consistency import ClcMode
 from indexer.store.vectors import VectorIndex, VectorIndexSettings, choose_kind
 from training.data.prepared import PreparedSplit
 from training.evaluation.evaluate import Evaluation, evaluate_vectors

@@ -14,7 +14,7 @@ held-out recall at chance after three epochs)::
     L_mm = L_triplet(I, Q⁺, Q⁻) + λ1 · L_triplet(Q, I⁺, I⁻),   λ1 = 1.5
 
 Inputs are unit vectors (so ``d(x, y) = 1 − x·y``) or, for the image side of the served Embedding Network,
-vectors of norm ≤ 1 scored by inner product (see :mod:`indexer.smalr.tower`).
+vectors of norm ≤ 1 scored by inner product (see :mod:`training.smalr.tower`).
 """
 
 from __future__ import annotations

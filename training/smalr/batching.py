@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from indexer.smalr.vocab import PAD
+from training.smalr.vocab import PAD
 
 
 def padded(ids: np.ndarray, lengths: np.ndarray, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:

@@ -6,7 +6,7 @@ has one unknown-word row, and MCLM has a MASK row. The universal embedding of a 
 word embeddings; the sentence representation is the GRU's last hidden state through a FC layer.
 
 Image side: one linear map with orthonormal rows on the index's unit image vectors, so the trained model serves
-against the frozen index (see :mod:`indexer.smalr.tower`); :meth:`SmalrNetwork.export` writes that tower.
+against the frozen index (see :mod:`training.smalr.tower`); :meth:`SmalrNetwork.export` writes that tower.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from indexer.smalr.tower import SmalrTower
-from indexer.smalr.vocab import PAD, SmalrVocab
 from training.losses.adversarial import LanguageAdversary
 from training.losses.mclm import MCLMHead
+from training.smalr.tower import SmalrTower
+from training.smalr.vocab import PAD, SmalrVocab
 
 
 class SmalrNetwork(nn.Module):

@@ -23,7 +23,6 @@ from tqdm import tqdm
 
 import indexer.encoders as encoders
 from indexer.settings import Settings
-from indexer.smalr.tower import SmalrTower
 from training.data.prepared import prepare_split
 from training.data.sampler import DistinctImageBatches
 from training.evaluation.retrieval_metrics import language_recalls, recall_sum
@@ -33,6 +32,7 @@ from training.schedule import Schedule
 from training.smalr.batching import mask_words, padded
 from training.smalr.network import SmalrNetwork
 from training.smalr.pretrain import pretrain_latent
+from training.smalr.tower import SmalrTower
 from training.smalr.vocabulary import build_word_list, caption_word_ids, to_vocab
 from training.smalr.word_vectors import word_features
 from training.tower.space import fit_image_space

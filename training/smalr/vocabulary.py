@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indexer.smalr.vocab import SmalrVocab, tokenize
+from training.smalr.vocab import SmalrVocab, tokenize
 
 
 @dataclass
@@ -61,7 +61,7 @@ def compact_assignment(choice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def to_vocab(words: WordList, latent_of_rare: np.ndarray, n_latent: int) -> SmalrVocab:
-    """The row layout of :class:`~indexer.smalr.vocab.SmalrVocab` from the word list and the frozen assignment."""
+    """The row layout of :class:`~training.smalr.vocab.SmalrVocab` from the word list and the frozen assignment."""
     table: dict[str, dict[str, int]] = {lang: {} for lang in words.languages}
     first_specific = 1 + len(words.languages)
     first_latent = first_specific + words.n_specific

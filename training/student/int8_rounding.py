@@ -35,9 +35,7 @@ from indexer.export.e5_int8 import (
 GPTQ_DAMPING = 0.01
 
 
-def input_grams(
-    trunk: E5Encoder, batches: Sequence[tuple[torch.Tensor, torch.Tensor]]
-) -> dict[str, torch.Tensor]:
+def input_grams(trunk: E5Encoder, batches: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
     """``Σ xᵀx`` (float64, in × in) of every Linear's input over the tokens of ``batches`` ((embeddings (B, T, H),
     mask (B, T)); padding left out), as the fp32 trunk computes them."""
     grams: dict[str, torch.Tensor] = {}

@@ -1,6 +1,6 @@
 """The distillation teacher: a frozen text tower's vectors for the English captions, computed once and cached.
 
-The default teacher is the previous served model (``indexer/assets/tower``: mUSE + e5-small + MLP, dev English
+The default teacher is the previous served model (``training/assets/tower``: mUSE + e5-small + MLP, dev English
 t2i R@10 0.619), read with its English route, as in M-CLIP where the English CLIP text encoder is the teacher.
 """
 

@@ -112,7 +112,7 @@ class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its tw
     # the shipped weights (the optimiser's state is not shipped; it starts again with the warm-up).
     init: str | None = None
     # The distill term's teacher (a tower or student folder whose English vectors are the targets; None: the
-    # research tower indexer/assets/tower) and the words term's (None: the shipped student). Recorded so that the
+    # research tower training/assets/tower) and the words term's (None: the shipped student). Recorded so that the
     # model card names them: a teacher is part of what the weights were trained on.
     teacher: str | None = None
     word_teacher: str | None = None
@@ -558,7 +558,7 @@ def lineage(folder: Path) -> str:
 def teacher_text(teacher: str | None) -> str:
     """The distill term's teacher as the model card names it: the research tower, or a student (its English)."""
     if teacher is None:
-        return "the research tower `indexer/assets/tower` (mUSE, Apache 2.0; e5-small, MIT)"
+        return "the research tower `training/assets/tower` (mUSE, Apache 2.0; e5-small, MIT)"
     if not is_student_folder(Path(teacher)):
         return f"the tower `{teacher}`"
     return f"the English route of the student {lineage(Path(teacher))} (its own model card names its data and teachers)"

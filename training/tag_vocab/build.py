@@ -303,9 +303,7 @@ def translate(
     return list(entries.values()), LanguageReport(lang, len(entries), translated, rejected)
 
 
-def _citation_of(
-    candidate: str, kept: str, lemma: Callable[[str], str | None], shown: Callable[[str], str]
-) -> bool:
+def _citation_of(candidate: str, kept: str, lemma: Callable[[str], str | None], shown: Callable[[str], str]) -> bool:
     """``candidate`` is the citation form of ``kept``, a form of the same word kept before it (and its own citation
     form): the user's tag is "krzesło" (chair), not "krzesła" (of the chair, chairs), though MUSE lists the latter
     first (alphabetically). Only the kept form's own lemma replaces it: French "surpris" (surprised) is a form of

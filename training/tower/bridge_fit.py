@@ -1,4 +1,4 @@
-"""Fit the language bridge (``indexer/bridge.py``) of a hybrid tower from parallel captions.
+"""Fit the language bridge (``training/bridge.py``) of a hybrid tower from parallel captions.
 
 Parallel pairs come from the data set itself: for each image and caption source, one caption in the bridged
 language and one in English (Multi30K task 1 is exactly that: an English caption and its translations). The
@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from indexer.bridge import LanguageBridge, fit_ridge, part_columns
 from indexer.encoders.base import TextEncoder
-from indexer.encoders.hybrid import HybridTextEncoder
 from indexer.sentence_cache import cached_sentences
 from indexer.unit import unit_rows
+from training.bridge import LanguageBridge, fit_ridge, part_columns
 from training.data.dataset import CaptionDataset
+from training.encoders.hybrid import HybridTextEncoder
 
 
 def parallel_pairs(dataset: CaptionDataset, lang: str, pivot: str = "en") -> list[tuple[str, str]]:

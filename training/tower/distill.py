@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from indexer.bridge import LanguageBridge
 from indexer.encoders.base import TextEncoder
 from indexer.image_space import ImageSpace
 from indexer.tower import TextTower
+from training.bridge import LanguageBridge
 from training.data.features import text_embeddings
 from training.data.text_corpus import distill_pairs, read_corpus
 from training.losses.distill import DistillLoss

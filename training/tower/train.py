@@ -19,11 +19,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from indexer.bridge import LanguageBridge, remove_bridge
 from indexer.encoders import build_image_encoder, build_text_encoder
 from indexer.image_space import ImageSpace
 from indexer.settings import Settings
 from indexer.tower import TextTower
+from training.bridge import LanguageBridge, remove_bridge
 from training.data.prepared import PreparedSplit, prepare_split
 from training.data.sampler import DistinctImageBatches
 from training.evaluation.evaluate import Evaluation, evaluate_tower, evaluate_vectors, first_caption_rows

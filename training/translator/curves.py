@@ -169,7 +169,9 @@ def learning_curves(
             model = build(protocol, pivot, m, source_dim)
             step, held_score = train_rows(model, train, pool[:n], targets, check, images_train, lang, settings)
             block = recalls(model, dev, dev_images, lang)
-            points.append({"n": n, "t2i": block["t2i"], "i2t": block["i2t"], "best_step": step, "check_rsum": held_score})
+            points.append(
+                {"n": n, "t2i": block["t2i"], "i2t": block["i2t"], "best_step": step, "check_rsum": held_score}
+            )
             progress(f"{protocol} n={n}: t2i R@10 {block['t2i']['r10']:.3f} (best step {step})")
         result["curves"][protocol] = points
     return result
