@@ -132,6 +132,7 @@ def evaluate_served(
         "precision": getattr(models.text.encoder, "variant", None) if is_student(models) else None,
         "bridge": models.text.bridge is not None,
         "index_kind": ranking.kind,
+        "concept_fusion_weight": models.fusion.weight if models.fusion is not None else 0.0,
         "clc": clc,
         "clc_translator": models.translator.name if clc != "off" and models.translator else None,
         "clc_languages": pipeline.clc_languages if clc != "off" else None,
