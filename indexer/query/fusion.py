@@ -1,11 +1,13 @@
 """Search through the concept lexicon: a query that names a concept gets that concept's English vector fused in.
 
 When a query, read as the lexicon compares names (:func:`name_key`: lower case as its language writes it, spaces
-folded, surrounding punctuation dropped), is exactly a name of a concept in its language (the given one, else the
-detected one), its vector becomes ``normalise(q + α · e_en(concept))``: ``e_en`` is the text side's own vector of
+folded, surrounding punctuation dropped), is exactly a name of a concept in its language (the given one, or the one
+``/search`` detected with confidence), its vector becomes ``normalise(q + α · e_en(concept))``: ``e_en`` is the text side's own vector of
 the concept's English name (the concept vectors the tagger uses, :func:`indexer.tagging.concepts.concept_vectors`,
 cached under the cache folder by text fingerprint and lexicon digest). A name that names several concepts takes
-the one it is the commonest name of (the lexicon's :meth:`~indexer.concepts.ConceptLexicon.find` order).
+the one it is the commonest name of (the lexicon's :meth:`~indexer.concepts.ConceptLexicon.find` order). A query
+with no language fuses only a name that means one concept in every language that has it: a detector's guess for a
+single word is often wrong (``chat`` read as French would pull an English query towards *cat*).
 
 α is POLYGLOT_CONCEPT_FUSION_WEIGHT (0: off, nothing loaded). Per query the cost is one dict lookup and one
 vector add; the table is built once when the models load.
@@ -14,7 +16,7 @@ vector add; the table is built once when the models load.
 from __future__ import annotations
 
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -50,25 +52,24 @@ class ConceptFusion:
                         ranked[key] = candidate
             self.table[lang] = {key: hit[2] for key, hit in ranked.items()}
         self.languages = frozenset(self.table)
+        # A query in no known language: a name fuses only when every language it is a name in means one concept.
+        anywhere: dict[str, int | None] = {}
+        for names in self.table.values():
+            for key, concept in names.items():
+                anywhere[key] = concept if anywhere.get(key, concept) == concept else None
+        self.anywhere = {key: concept for key, concept in anywhere.items() if concept is not None}
 
     def match(self, text: str, lang: str | None) -> int | None:
-        """The lexicon row of the concept ``text`` names in ``lang``, or None."""
-        names = self.table.get(lang) if lang else None
+        """The lexicon row of the concept ``text`` names in ``lang`` (None: in whichever language, when all the
+        languages it is a name in agree on one concept), or None."""
+        if lang is None:
+            return self.anywhere.get(name_key(text, None))
+        names = self.table.get(lang)
         return names.get(name_key(text, lang)) if names is not None else None
 
-    def rows(
-        self,
-        texts: Sequence[str],
-        langs: Sequence[str | None],
-        detect: Callable[[str], str | None] | None = None,
-    ) -> list[int | None]:
-        """The concept row each text names (a text without a language: in ``detect``'s language)."""
-        found: list[int | None] = []
-        for text, lang in zip(texts, langs, strict=True):
-            if lang is None and detect is not None:
-                lang = detect(text)
-            found.append(self.match(text, lang))
-        return found
+    def rows(self, texts: Sequence[str], langs: Sequence[str | None]) -> list[int | None]:
+        """The concept row each text names in its language (see :meth:`match`)."""
+        return [self.match(text, lang) for text, lang in zip(texts, langs, strict=True)]
 
     def fuse(self, vectors: np.ndarray, rows: Sequence[int | None], weight: float | None = None) -> np.ndarray:
         """``vectors`` with each matched row's concept vector added (× α) and renormalised; others unchanged."""

@@ -44,6 +44,9 @@ def test_a_concept_name_gets_its_english_vector(service_settings: ServiceSetting
         assert np.allclose(after, expected, atol=1e-3), query  # concept vectors are cached as float16
     for query, lang in (("chat", "fr"), ("un chien noir", "fr"), ("chien", "de")):  # no name of a concept there
         assert np.allclose(fused.embed_queries([query], lang)[0], plain.embed_queries([query], lang)[0], atol=1e-6)
+    # no language: "chien" is a name of one concept wherever it is one; "dog" too
+    expected = unit(plain.embed_queries(["chien"], None)[0] + english / np.linalg.norm(english))
+    assert np.allclose(fused.embed_queries(["chien"], None)[0], expected, atol=1e-3)
     cached = list((service_settings.resolved_cache_dir / "concept-vectors").rglob("*.npy"))
     assert len(cached) == 1  # the English concept vectors, embedded once, under the text side's fingerprint
 
