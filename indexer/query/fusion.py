@@ -55,9 +55,9 @@ class ConceptFusion:
         # A query in no known language: a name fuses only when every language it is a name in means one concept.
         anywhere: dict[str, int | None] = {}
         for names in self.table.values():
-            for key, concept in names.items():
-                anywhere[key] = concept if anywhere.get(key, concept) == concept else None
-        self.anywhere = {key: concept for key, concept in anywhere.items() if concept is not None}
+            for key, meant in names.items():
+                anywhere[key] = meant if anywhere.get(key, meant) == meant else None
+        self.anywhere = {key: meant for key, meant in anywhere.items() if meant is not None}
 
     def match(self, text: str, lang: str | None) -> int | None:
         """The lexicon row of the concept ``text`` names in ``lang`` (None: in whichever language, when all the
