@@ -21,14 +21,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from indexer.concepts import ConceptLexicon
+from indexer.query.pipeline import lower_case
 
 _EDGES = string.punctuation + "¿¡«»“”„‘’。、！？・「」"
 
 
 def name_key(text: str, lang: str | None) -> str:
     """``text`` as names are compared: lower case in ``lang``, one space between words, no edge punctuation."""
-    from indexer.query.pipeline import lower_case
-
     return " ".join(lower_case(text, lang).casefold().split()).strip(_EDGES).strip()
 
 
