@@ -13,6 +13,7 @@ from conftest import FakeImageEncoder
 from app.service_settings import ServiceSettings
 from indexer.query import QueryCache, QueryPipeline, load_models
 from indexer.settings import TaggingSettings
+from training.data.synthetic import make_dataset
 
 pytest_plugins = ("api_fixtures",)
 
@@ -60,3 +61,32 @@ def test_weight_out_of_range_is_refused(monkeypatch: pytest.MonkeyPatch, weight:
     monkeypatch.setenv("POLYGLOT_CONCEPT_FUSION_WEIGHT", str(weight))
     with pytest.raises(ValidationError, match="concept_fusion_weight"):
         Settings()
+
+
+def test_search_answers_a_concept_name_with_the_fused_vector(service_settings: ServiceSettings, tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.engine import Engine, assemble
+    from app.main import create_app
+    from indexer.image_index import ImageIndex
+
+    data = make_dataset(tmp_path / "data")
+    fused = pipeline_with(service_settings, tmp_path, 1.5)
+    plain = pipeline_with(service_settings, tmp_path, 0.0)
+    photos = sorted((data / "images").iterdir())
+    settings = fused.settings
+
+    def factory(service: ServiceSettings) -> Engine:
+        index = ImageIndex.open(service, encoder=fused.models.image_encoder, image_space=fused.models.image_space)
+        index.add_paths(photos, progress=False)
+        return assemble(service, QueryPipeline(fused.models, service), index)
+
+    with TestClient(create_app(settings, factory)) as client:  # type: ignore[arg-type]
+        answer = client.get("/search", params={"q": "chien", "lang": "fr", "k": 5, "cutoff": "off"})
+        assert answer.status_code == 200
+        engine_images = client.app.state.engine.images  # type: ignore[attr-defined]
+        served = [r["score"] for r in answer.json()["results"]]
+    for pipeline, expect_equal in ((fused, True), (plain, False)):
+        vector = pipeline.embed_queries(["chien"], "fr")
+        best = [hit.score for hit in engine_images.search(vector, 5)[0]]
+        assert np.allclose(best, served, atol=1e-4) is expect_equal
