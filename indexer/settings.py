@@ -162,6 +162,14 @@ class QuerySettings(BaseSettings):
         "near-duplicates of a shot (benchmarks/duplicates.md measured 0.85).",
     )
     query_cache_size: int = Field(default=1024, ge=0, le=1_000_000, description="Query vectors kept (LRU); 0 = off.")
+    concept_fusion_weight: float = Field(
+        default=1.5,
+        ge=0.0,
+        le=4.0,
+        description="Search through the concept lexicon: a query that is a concept's name in its language gets "
+        "that concept's English vector added with this weight (0 = off; chosen on m30k-f8k train, "
+        "docs/results/search-names-by-lexicon.md).",
+    )
     caption_alignments: list[Path] | None = Field(
         default=None,
         description="Folders of linear caption alignments (`polyglot train --method pcca --langs x,y`; JSON list): "

@@ -21,6 +21,7 @@ from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.factory import REGISTRY, build_image_encoder, build_text_encoder, build_text_side, load_plugins
 from indexer.image_space import ImageSpace
 from indexer.query.consistency import ClcReranker, QueryTranslator
+from indexer.query.fusion import ConceptFusion
 from indexer.settings import Settings, warn_removed_settings
 from indexer.tower import TextEmbedder
 
@@ -42,6 +43,7 @@ class Models:
     alignments: list[CaptionAlignment] = field(default_factory=list)
     alignment_encoders: dict[str, TextEncoder] = field(default_factory=dict)
     load_seconds: dict[str, float] = field(default_factory=dict)
+    fusion: ConceptFusion | None = None  # POLYGLOT_CONCEPT_FUSION_WEIGHT > 0: names of concepts fused in
 
     @property
     def image_space(self) -> ImageSpace:
@@ -102,10 +104,24 @@ def load_models(
         timed(seconds, "alignments", lambda: load_alignments(settings, text, threads)) if alignments else ([], {})
     )
     models = Models(text, image_encoder, text_folder=folder, alignments=found, alignment_encoders=encoders)
+    if settings.query.concept_fusion_weight > 0:
+        models.fusion = timed(seconds, "concept_fusion", lambda: load_fusion(settings, text))
     if clc:
         load_clc(models, settings, translator, sentence_cache, seconds)
     models.load_seconds = seconds
     return models
+
+
+def load_fusion(settings: Settings, text: TextEmbedder) -> ConceptFusion:
+    """The concept lexicon's name table and its English concept vectors (cached by text fingerprint and lexicon
+    digest; embedded now when the cache lacks them). A damaged lexicon file raises its one-line LexiconError."""
+    from indexer.asset_paths import SHIPPED_CONCEPTS
+    from indexer.concepts import ConceptLexicon
+    from indexer.tagging.concepts import concept_vectors
+
+    lexicon = ConceptLexicon.load(settings.tagging.lexicon_dir or SHIPPED_CONCEPTS)
+    vectors, _ = concept_vectors(lexicon, text, text.fingerprint, settings.resolved_cache_dir)
+    return ConceptFusion(lexicon, vectors, settings.query.concept_fusion_weight)
 
 
 def load_alignments(

@@ -236,7 +236,9 @@ class QueryPipeline:
     # ------------------------------------------------------------------ text → vectors → hits
     def embed_queries(self, texts: Sequence[str], langs: str | Sequence[str | None] | None = None) -> np.ndarray:
         """Unit query vectors, each text in its language (one for all, or one per text; a research tower's
-        bridge reads it), in one encoder call for the texts the query cache does not hold."""
+        bridge reads it), in one encoder call for the texts the query cache does not hold. With
+        POLYGLOT_CONCEPT_FUSION_WEIGHT, a text that is a concept's name in its language (with none given: a name
+        of one concept in every language) has the concept's English vector fused in (:mod:`indexer.query.fusion`)."""
         per_text = [langs] * len(texts) if langs is None or isinstance(langs, str) else list(langs)
         texts = [unshouted(text, lang) for text, lang in zip(texts, per_text, strict=True)]
         # A bridge maps some languages apart, so the language is part of the key.
@@ -245,6 +247,10 @@ class QueryPipeline:
         missing = [i for i, vector in enumerate(vectors) if vector is None]
         if missing:
             fresh = self.models.text.embed([texts[i] for i in missing], [per_text[i] for i in missing])
+            fusion = self.models.fusion
+            if fusion is not None:  # a query naming a lexicon concept: its English vector fused in
+                concepts = fusion.rows([texts[i] for i in missing], [per_text[i] for i in missing])
+                fresh = fusion.fuse(fresh, concepts)
             for row, i in enumerate(missing):
                 vectors[i] = fresh[row]
                 self.cache.put(keys[i], fresh[row])

@@ -46,6 +46,28 @@ def print_by_source(evaluation: Evaluation) -> None:
     Console().print(table)
 
 
+def lexicon_parts(evaluation: Evaluation, split: Any, samples: Path, settings: Settings) -> dict[str, Any]:
+    from indexer.asset_paths import SHIPPED_CONCEPTS
+    from training.evaluation.name_lexicon import name_lexicon_report
+
+    assert evaluation.t2i_ranks is not None  # both evaluations keep their ranks
+    folder = settings.tagging.lexicon_dir or SHIPPED_CONCEPTS
+    return name_lexicon_report(split, evaluation.t2i_ranks, samples, folder)
+
+
+def print_name_lexicon(report: dict[str, Any]) -> None:
+    table = Table(
+        "lang", "in lexicon", "R@10", "not in lexicon", "R@10", title=f"text→image R@10 by name ({report['lexicon']})"
+    )
+    for lang, block in report["languages"].items():
+        cells = []
+        for part in ("in_lexicon", "not_in_lexicon"):
+            r10 = block[part]["r10"]
+            cells += [str(block[part]["queries"]), "—" if r10 is None else f"{r10:.3f}"]
+        table.add_row(lang, *cells)
+    Console().print(table)
+
+
 def served_settings(settings: Settings, tower: Path | None, encoders: dict[str, str | None]) -> Settings:
     """The settings evaluated: the environment's (what ``polyglot serve`` would serve), or ``tower`` instead of
     its text side, on the image encoder it was trained for. ``encoders``: the text/image encoders the user
@@ -132,6 +154,13 @@ def register(cli: typer.Typer) -> None:
             help="With --imagenet-labels: every query typed lower, capitalised or upper instead of as written "
             '(measures names typed "Panda" or "PANDA").',
         ),
+        name_lexicon: bool = typer.Option(
+            False,
+            "--name-lexicon",
+            help="With --imagenet-labels: also text→image recalls per language in two parts, class names that are a "
+            "name of their own concept in the concept lexicon (POLYGLOT_TAG_LEXICON_DIR, default the shipped one) "
+            "and names that are not; printed, and in --json under name_lexicon.",
+        ),
         text_encoder: str | None = typer.Option(None, help="Text encoder for the baseline (default: settings)."),
         image_encoder: str | None = typer.Option(None, help="Image encoder for the baseline (default: settings)."),
         json_out: Path | None = typer.Option(
@@ -173,6 +202,9 @@ def register(cli: typer.Typer) -> None:
         settings = read_settings()
         if query_case is not None and (imagenet_labels is None or query_case not in CASE_FORMS):
             raise fail(f"--query-case takes {', '.join(CASE_FORMS)}, with --imagenet-labels (the wide dev set)")
+        if name_lexicon and imagenet_labels is None:
+            raise fail("--name-lexicon splits the wide dev set's class names: add --imagenet-labels")
+        samples = data
         if imagenet_labels is not None:
             from training.data.wide_dev import WideDevError, build_wide_dev
 
@@ -213,9 +245,13 @@ def register(cli: typer.Typer) -> None:
                 pipeline.check_clc(clc)  # type: ignore[arg-type]
                 evaluation = evaluate_served(pipeline, prepared, served.vector_index, clc=clc)  # type: ignore[arg-type]
                 title = f"{'tower ' + str(tower) if tower else 'served ' + models.label} on {split}"
+            if name_lexicon:
+                evaluation.report["name_lexicon"] = lexicon_parts(evaluation, prepared, samples, settings)
         except USER_ERRORS as exc:  # LexiconError, TranslationError and ModelsError are ValueErrors
             raise fail(str(exc)) from None
         print_evaluation(title, evaluation)
+        if name_lexicon:
+            print_name_lexicon(evaluation.report["name_lexicon"])
         if json_out:
             atomic_write_json(json_out, evaluation.report)
         if c2c_json:

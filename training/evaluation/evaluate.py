@@ -28,6 +28,7 @@ class Evaluation:
     report: dict[str, Any]  # the JSON: {"pool_images", "languages": {...}, "A"}
     c2c: dict[str, float] = field(default_factory=dict)  # "en→de": R@1
     by_source: dict[str, dict[str, Any]] = field(default_factory=dict)  # lang → source → {"t2i", "queries"}
+    t2i_ranks: np.ndarray | None = None  # (n_captions,) each caption's own image's rank, when kept
 
     @property
     def rsum(self) -> float:
@@ -162,4 +163,7 @@ def evaluate_label_bridge(
     image_encoder: ImageEncoder, text_encoder: TextEncoder, split: PreparedSplit, cache_dir: Any
 ) -> Evaluation:
     images = label_bridge_images(image_encoder, text_encoder, split.image_features, cache_dir)
-    return evaluate_vectors(images, split.text_embeddings, split)
+    ranks = exact_t2i_ranks(split.text_embeddings, split.caption_image, images)
+    evaluation = evaluate_vectors(images, split.text_embeddings, split, t2i_ranks=ranks)
+    evaluation.t2i_ranks = ranks
+    return evaluation

@@ -116,6 +116,7 @@ def evaluate_served(
     ranking = served_ranking(pipeline, split, index_settings, clc=clc)
     t2i = ranks_from_top(ranking.top, split.caption_image)
     evaluation = evaluate_vectors(ranking.images, ranking.texts, split, t2i_ranks=t2i)
+    evaluation.t2i_ranks = t2i
     models = pipeline.models
     for lang, block in evaluation.report["languages"].items():
         block["route"] = models.label
@@ -131,6 +132,7 @@ def evaluate_served(
         "precision": getattr(models.text.encoder, "variant", None) if is_student(models) else None,
         "bridge": models.text.bridge is not None,
         "index_kind": ranking.kind,
+        "concept_fusion_weight": models.fusion.weight if models.fusion is not None else 0.0,
         "clc": clc,
         "clc_translator": models.translator.name if clc != "off" and models.translator else None,
         "clc_languages": pipeline.clc_languages if clc != "off" else None,
