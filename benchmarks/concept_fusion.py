@@ -1,7 +1,7 @@
 """Measure POLYGLOT_CONCEPT_FUSION_WEIGHT (α): text→image R@10 per language for a grid of α, served text side.
 
 Each query goes through the served pipeline once with fusion off (``QueryPipeline.embed_queries``); the concept it
-names (:class:`indexer.query.fusion.ConceptFusion`, the query's own language) and its English concept vector are
+names (:class:`indexer.query.pipeline.ConceptFusion`, the query's own language) and its English concept vector are
 then fused in numpy for every α of the grid (the exact vectors ``/search`` computes with that α), and ranked
 exactly over the pool. Sets:
 
@@ -29,8 +29,8 @@ import numpy as np
 from indexer.asset_paths import SHIPPED_CONCEPTS
 from indexer.concepts import ConceptLexicon
 from indexer.query import QueryCache, QueryPipeline, load_models
-from indexer.query.fusion import ConceptFusion
 from indexer.query.models import load_fusion
+from indexer.query.pipeline import ConceptFusion
 from indexer.settings import Settings
 from training.data.prepared import PreparedSplit, prepare_split
 from training.data.wide_dev import build_wide_dev

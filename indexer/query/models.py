@@ -21,7 +21,7 @@ from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.factory import REGISTRY, build_image_encoder, build_text_encoder, build_text_side, load_plugins
 from indexer.image_space import ImageSpace
 from indexer.query.consistency import ClcReranker, QueryTranslator
-from indexer.query.fusion import ConceptFusion
+from indexer.query.pipeline import ConceptFusion
 from indexer.settings import Settings, warn_removed_settings
 from indexer.tower import TextEmbedder
 
