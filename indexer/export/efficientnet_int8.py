@@ -1,7 +1,7 @@
 """EfficientNet-Lite2's features graph in int8: ONNX Runtime's static quantisation with shipped activation ranges.
 
 Why: on the 2-core CPU the fp32 network is the largest cost of indexing a 12-Mpx photo (benchmarks/
-indexing-profile.md); the int8 graph runs it in ~0.65x the CPU time on AVX2 (benchmarks/image-int8.md).
+indexing-profile.md); the int8 graph runs it in ~0.65x the CPU time on AVX2 (docs/image-int8.md).
 
 How: weights int8, one scale per output channel (symmetric); activations uint8 with the min/max ranges of
 ``IMAGE_INT8_RANGES`` (ORT's calibration cache format, measured once on Flickr training photos by ``polyglot
