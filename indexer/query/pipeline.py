@@ -35,7 +35,7 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 import numpy as np
 from PIL import Image
@@ -45,7 +45,10 @@ from indexer.query.consistency import ClcError, ClcMode, Versions
 from indexer.settings import Settings
 
 if TYPE_CHECKING:  # the models import torch; the query text's cleaning and language detection do not need it
-    from indexer.query.models import Models
+    from indexer.encoders.base import ImageEncoder
+    from indexer.image_space import ImageSpace
+    from indexer.query.consistency import ClcReranker, QueryTranslator
+    from indexer.tower import TextEmbedder
 
 
 # ------------------------------------------------------------------ 1. the text
@@ -202,6 +205,23 @@ H = TypeVar("H", covariant=True)
 HitT = TypeVar("HitT")
 
 
+class QueryModels(Protocol):
+    """What the pipeline reads of :class:`indexer.query.models.Models`, named as a protocol: the models module
+    builds the pipeline's :class:`ConceptFusion`, and a type imported back from it would make an import cycle."""
+
+    text: TextEmbedder
+    image_encoder: ImageEncoder
+    translator: QueryTranslator | None
+    clc_classifier: ClcReranker | None
+    fusion: ConceptFusion | None
+
+    @property
+    def image_space(self) -> ImageSpace: ...
+
+
+M = TypeVar("M", bound=QueryModels)  # the models a pipeline runs: indexer.query.models.Models
+
+
 class VectorSearch(Protocol[H]):
     """Anything that answers a batch of unit query vectors with hits, best first (the image index)."""
 
@@ -214,8 +234,8 @@ class CandidateVectors(Protocol):
     def vectors(self, ids: Sequence[int]) -> np.ndarray: ...
 
 
-class QueryPipeline:
-    def __init__(self, models: Models, settings: Settings, cache: QueryCache | None = None) -> None:
+class QueryPipeline(Generic[M]):
+    def __init__(self, models: M, settings: Settings, cache: QueryCache | None = None) -> None:
         self.models = models
         self.settings = settings
         self.cache = cache if cache is not None else QueryCache(settings.query.query_cache_size)
