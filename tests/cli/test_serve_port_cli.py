@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli, serve_cmd
-from indexer.asset_paths import research_tower_path
+from training.asset_paths import research_tower_path
 
 
 @pytest.fixture
