@@ -26,6 +26,9 @@ from indexer.search_filters import FilterError, PhotoFilter
 
 if TYPE_CHECKING:
     from indexer.image_index import ImageIndex
+    from indexer.query.onnx_text_side import OnnxTextSide
+    from indexer.query.pipeline import ConceptFusion
+    from indexer.settings import Settings
     from indexer.store.read_only import ReadOnlyIndex
 
 
@@ -102,6 +105,18 @@ def loading_notes(cache_dir: Path) -> Callable[[str], None]:
     return lambda what: console.print(f"{what}…", style="dim", highlight=False)
 
 
+def light_fusion(settings: Settings, light: OnnxTextSide) -> ConceptFusion:
+    """The concept fusion /search applies, for the one-shot text side (its concept vectors as the full path cached
+    them: the same fingerprint); a damaged lexicon is one line and exit 2, as at start-up."""
+    from indexer.concepts import LexiconError
+    from indexer.query.pipeline import load_concept_fusion
+
+    try:
+        return load_concept_fusion(settings, light, light.fingerprint)
+    except LexiconError as exc:
+        raise fail(str(exc)) from None
+
+
 def register(cli: typer.Typer) -> None:
     @cli.command("search")
     def search(
@@ -145,7 +160,7 @@ def register(cli: typer.Typer) -> None:
         # One query, then the process ends: the cyclic collector would only walk the hundreds of thousands of
         # objects the models' tables and the imports create (a measurable part of a one-shot start-up).
         gc.disable()
-        from indexer.query.pipeline import clean_query, confident_language, warm_up_language_detection
+        from indexer.query.pipeline import clean_query, confident_language, unshouted, warm_up_language_detection
 
         if (query is None) == (image is None):
             raise fail("give a text QUERY or --image PATH (one of them)")
@@ -263,8 +278,13 @@ def register(cli: typer.Typer) -> None:
                     code, probability = confident_language(text, encoder_languages)
                 if lang and not supports(code or ""):
                     raise fail(f"unsupported --lang {lang!r}: the text encoder supports {', '.join(languages or [])}")
-                if light is not None:
-                    hits = searched.search(light.embed([text]), depth)[0]
+                if light is not None:  # as the pipeline embeds a query: capitals read, a concept's name fused
+                    typed = unshouted(text, code)
+                    vectors = light.embed([typed])
+                    if settings.query.concept_fusion_weight > 0:
+                        fusion = light_fusion(settings, light)
+                        vectors = fusion.fuse(vectors, fusion.rows([typed], [code]))
+                    hits = searched.search(vectors, depth)[0]
                 else:
                     hits = pipeline.search_texts(searched, [(text, code, depth)])[0]
                 answer = {"query": text, "lang": code, "model": label}

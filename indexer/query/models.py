@@ -21,7 +21,7 @@ from indexer.encoders.base import ImageEncoder, TextEncoder
 from indexer.encoders.factory import REGISTRY, build_image_encoder, build_text_encoder, build_text_side, load_plugins
 from indexer.image_space import ImageSpace
 from indexer.query.consistency import ClcReranker, QueryTranslator
-from indexer.query.pipeline import ConceptFusion
+from indexer.query.pipeline import ConceptFusion, load_concept_fusion
 from indexer.settings import Settings, warn_removed_settings
 from indexer.tower import TextEmbedder
 
@@ -113,15 +113,8 @@ def load_models(
 
 
 def load_fusion(settings: Settings, text: TextEmbedder) -> ConceptFusion:
-    """The concept lexicon's name table and its English concept vectors (cached by text fingerprint and lexicon
-    digest; embedded now when the cache lacks them). A damaged lexicon file raises its one-line LexiconError."""
-    from indexer.asset_paths import SHIPPED_CONCEPTS
-    from indexer.concepts import ConceptLexicon
-    from indexer.tagging.concepts import concept_vectors
-
-    lexicon = ConceptLexicon.load(settings.tagging.lexicon_dir or SHIPPED_CONCEPTS)
-    vectors, _ = concept_vectors(lexicon, text, text.fingerprint, settings.resolved_cache_dir)
-    return ConceptFusion(lexicon, vectors, settings.query.concept_fusion_weight)
+    """The query pipeline's :func:`~indexer.query.pipeline.load_concept_fusion` for its text side."""
+    return load_concept_fusion(settings, text, text.fingerprint)
 
 
 def load_alignments(

@@ -16,6 +16,7 @@ another image encoder — and the caller takes the full path, which builds or ex
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -92,7 +93,8 @@ class OnnxTextSide:
         self.config = config
         self.trunk = trunk
         self.kinds = head_layers(len(config["hidden_dims"]) + 1, bool(config.get("final_relu", True)))
-        self.linears = linear_weights(self.kinds, load_file(str(folder / HEAD_FILE)))
+        self.head_state = load_file(str(folder / HEAD_FILE))
+        self.linears = linear_weights(self.kinds, self.head_state)
 
     @property
     def name(self) -> str:
@@ -119,7 +121,20 @@ class OnnxTextSide:
     def image_space(self) -> ImageSpace:
         return ImageSpace.from_config(self.config["image_space"])
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    @property
+    def fingerprint(self) -> str:
+        """:func:`indexer.tower.tower_fingerprint` of this text side, computed without torch: the same bytes (the
+        encoder's name, the head's tensors by name, the trunk delta's digest), so what the full path cached under
+        it (the concept vectors) serves here too (``tests/cli/test_search_startup.py``)."""
+        digest = hashlib.sha256(str(self.config["text_encoder"]).encode())
+        for name, array in sorted(self.head_state.items()):
+            digest.update(name.encode())
+            digest.update(np.ascontiguousarray(array).tobytes())
+        digest.update(b"encoder-weights:" + sha256_file(self.folder / STUDENT_TRUNK_DELTA).encode())
+        return digest.hexdigest()[:16]
+
+    def embed(self, texts: Sequence[str], langs: str | Sequence[str | None] | None = None) -> np.ndarray:
+        """Unit image-space vectors (``langs`` is read by no student: it has no language bridge)."""
         return run_head(self.kinds, self.linears, self.trunk.predict(texts))
 
 

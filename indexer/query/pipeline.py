@@ -457,6 +457,24 @@ class ConceptFusion:
         return out
 
 
+class FusionText(Protocol):
+    """A text side whose English vectors name the concepts (the full one, or the one-shot search's ONNX one)."""
+
+    def embed(self, texts: Sequence[str], langs: str | Sequence[str | None] | None = None) -> np.ndarray: ...
+
+
+def load_concept_fusion(settings: Settings, text: FusionText, fingerprint: str) -> ConceptFusion:
+    """The concept lexicon's name table and its English concept vectors (cached by the text side's fingerprint and
+    the lexicon's digest; embedded now when the cache lacks them). A damaged lexicon file raises its one-line
+    LexiconError. ``polyglot search`` and ``/search`` both fuse through this, so they rank alike."""
+    from indexer.asset_paths import SHIPPED_CONCEPTS
+    from indexer.tagging.concepts import concept_vectors
+
+    lexicon = ConceptLexicon.load(settings.tagging.lexicon_dir or SHIPPED_CONCEPTS)
+    vectors, _ = concept_vectors(lexicon, text, fingerprint, settings.resolved_cache_dir)
+    return ConceptFusion(lexicon, vectors, settings.query.concept_fusion_weight)
+
+
 # ------------------------------------------------------------------ where a query's hits stop
 # An adaptive relevance cut-off: results stop where they stop standing out from the collection.
 #

@@ -110,6 +110,11 @@ def test_a_one_shot_search_never_imports_torch_and_finds_what_the_pipeline_finds
         expected = QueryPipeline(models, settings).search_texts(index, [("dog", None, 4)])[0]
     assert [row["id"] for row in answer["results"]] == [hit.id for hit in expected]
     np.testing.assert_allclose([row["score"] for row in answer["results"]], [h.score for h in expected], atol=1e-4)
+    # "dog" names a concept: /search fuses its English vector in, and so must the one-shot path, whose concept
+    # vectors are the ones the full path cached under the same fingerprint.
+    assert models.fusion is not None and models.fusion.match("dog", answer["lang"]) is not None
+    light = load_onnx_text_side(settings)
+    assert light is not None and light.fingerprint == models.text.fingerprint
 
 
 def test_a_one_shot_search_imports_no_progress_bar(tmp_path: Path) -> None:

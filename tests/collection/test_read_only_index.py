@@ -18,7 +18,7 @@ from indexer.image_index import ImageIndex
 from indexer.image_space import ImageSpace
 from indexer.settings import Settings
 from indexer.store.failures import BackendUnavailableError
-from indexer.store.opening import IndexMismatchError, IndexNotFoundError, MetadataMissingError
+from indexer.store.opening import IndexFileCorruptError, IndexMismatchError, IndexNotFoundError, MetadataMissingError
 from indexer.store.read_only import ReadOnlyIndex, ReadOnlyRows
 from indexer.store.sidecar import DB_NAME, SIDECAR_NAME, Sidecar
 
@@ -157,7 +157,7 @@ def test_its_refusals_are_the_full_openers(indexed: Settings, tmp_path: Path) ->
     (indexed.resolved_index_dir / DB_NAME).write_bytes(b"not a database, but long enough to be read as one" * 100)
     for extra in ("-wal", "-shm"):
         Path(f"{indexed.resolved_index_dir / DB_NAME}{extra}").unlink(missing_ok=True)
-    with pytest.raises(BackendUnavailableError, match="not a database"):
+    with pytest.raises(IndexFileCorruptError, match="not a database"):
         open_read_only(indexed)
     (indexed.resolved_index_dir / SIDECAR_NAME).write_text("{")
     with pytest.raises(ValueError, match="cannot read"):

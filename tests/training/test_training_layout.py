@@ -9,7 +9,18 @@ import ast
 from pathlib import Path
 
 TRAINING = Path(__file__).resolve().parents[2] / "training"
-SHARED = {"data", "losses", "evaluation", "schedule", "encoders", "translation", "bridge", "glosses", "asset_paths"}
+SHARED = {
+    "data",
+    "losses",
+    "evaluation",
+    "schedule",
+    "encoders",
+    "translation",
+    "bridge",
+    "glosses",
+    "asset_paths",
+    "concepts",  # the concept lexicon's builder and its name rules (the student's lexicon term reads them)
+}
 FAMILIES = {"tower", "student", "align", "smalr", "translator", "clc", "tag_vocab"}
 REUSED = {"training.tower.space"}  # the space a tower is trained in: also SMALR's and the Translator's
 PLUGINS = {"cli", "plugin"}  # what plugs the lab into the product: may import anything of it

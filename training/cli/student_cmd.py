@@ -39,6 +39,13 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             None, help="Text side whose English vectors the words term targets (default: the shipped student)."
         ),
         words_per_step: int = typer.Option(96, min=0, help="Dictionary words per step (0: no words term)."),
+        lexicon_per_step: int = typer.Option(
+            0, min=0, help="Concept-lexicon names per step, any language (0: no lexicon term)."
+        ),
+        concept_lexicon: Path | None = typer.Option(
+            None, help="Concept lexicon folder for the lexicon term (default: the shipped one)."
+        ),
+        weight_lexicon: float = typer.Option(1.0, min=0.0, help="Weight of the lexicon term."),
         muse_word_share: float = typer.Option(
             0.0,
             min=0.0,
@@ -95,7 +102,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
         and language-keeping terms; resumable (run it again to go on).
 
         Writes a student folder servable as POLYGLOT_TOWER_PATH."""
-        from indexer.asset_paths import SHIPPED_STUDENT
+        from indexer.asset_paths import SHIPPED_CONCEPTS, SHIPPED_STUDENT
         from indexer.encoders import build_image_encoder, build_text_encoder
         from indexer.query.models import load_text_tower
         from training.asset_paths import research_tower_path
@@ -116,6 +123,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             concepts_per_step=concepts_per_step,
             keep_per_step=keep_per_step,
             words_per_step=words_per_step if use_lexicons else 0,
+            lexicon_per_step=lexicon_per_step,
             pseudo_concept_share=pseudo_concept_share if use_lexicons else 0.0,
             name_texts=name_texts,
             case_forms=case_forms,
@@ -129,6 +137,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
                 "concept": weight_concept,
                 "keep": weight_keep,
                 "words": weight_words,
+                "lexicon": weight_lexicon,
             },
             init=str(init) if init else None,
             teacher=str(teacher) if teacher else None,
@@ -145,6 +154,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             list(translations),
             holdout=holdout,
             lexicons=lexicons if use_lexicons else None,
+            concept_lexicon=(concept_lexicon or SHIPPED_CONCEPTS) if lexicon_per_step else None,
         )
         try:
             teacher_model = load_text_tower(  # the previous served model, not the student being replaced
@@ -152,7 +162,7 @@ def register(train_app: typer.Typer, cli: typer.Typer) -> None:
             )
             image_encoder = build_image_encoder(settings)
             words_teacher = muse = None
-            if use_lexicons and words_per_step:
+            if (use_lexicons and words_per_step) or lexicon_per_step:
                 words_teacher = load_text_tower(
                     settings, word_teacher or SHIPPED_STUDENT, sentence_cache=settings.resolved_cache_dir
                 )

@@ -16,6 +16,7 @@ from training.data.features import text_embeddings
 from training.evaluation.retrieval_metrics import t2i_ranks
 from training.student.corpus import PhotoCaptions, concepts, photo_captions, translations
 from training.student.int8_calibration import calibrate_student, calibration_texts
+from training.student.lexicon_names import lexicon_check, lexicon_pairs
 from training.student.muse_teacher import blend_targets, class_name_words, muse_rows, soft_concepts
 from training.student.name_texts import class_lemmas, held_out_class_languages, name_texts
 from training.student.teacher import teacher_vectors
@@ -42,6 +43,7 @@ class StudentData:
     extra_translations: list[Path]  # e.g. more-langs/text-captions.jsonl
     holdout: float = 0.05
     lexicons: Path | None = None  # MUSE English→X dictionaries: the words term and translated class names
+    concept_lexicon: Path | None = None  # the shipped concept lexicon folder: the lexicon term
 
 
 def holdout_check(held: PhotoCaptions) -> Callable[[Student, Inputs], dict[str, float]]:
@@ -182,6 +184,20 @@ def run_student(
             checks.append(name_check(held_names, names.prototypes))
         elif recipe.pseudo_concept_share:
             pseudo = pseudo_class_names(tables, imagenet_class_names(), seed=recipe.seed)
+    lexicon = lexicon_targets = None
+    if recipe.lexicon_per_step:
+        if data.concept_lexicon is None or word_teacher is None:
+            raise ValueError("the lexicon term needs the concept lexicon and a word teacher")
+        from indexer.concepts.lexicon import ConceptLexicon
+
+        lexicon, held_lexicon = lexicon_pairs(
+            ConceptLexicon.load(data.concept_lexicon), holdout=data.holdout, seed=recipe.seed
+        )
+        lexicon_targets = teacher_vectors(
+            word_teacher, lexicon.english, cache_dir, name=f"lexicon-teacher:{word_teacher.fingerprint}"
+        )
+        held_lexicon_check = lexicon_check(held_lexicon)
+        checks.append(lambda model, inputs: held_lexicon_check(lambda texts: embed_texts(model, inputs, texts)))
     int8 = int8_texts(data, tables)  # sampled now, from the tables above; the calibration runs when the run ends
 
     def evaluate(model: Student, inputs: Inputs) -> dict[str, float]:
@@ -202,6 +218,8 @@ def run_student(
         word_teacher=word_targets,
         pseudo_names=pseudo,
         muse_rows=taught,
+        lexicon=lexicon,
+        lexicon_teacher=lexicon_targets,
         when_saved=lambda folder: calibrate_student(folder, int8),
     )
 

