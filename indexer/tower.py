@@ -17,7 +17,6 @@ Saved as ``config.json`` + ``model.safetensors`` (sentence-transformers style) a
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 from collections.abc import Sequence
@@ -34,7 +33,7 @@ from indexer.atomic import atomic_open, atomic_write_json
 from indexer.encoders.base import TextEncoder
 from indexer.image_space import ImageSpace
 from indexer.sentence_cache import cached_sentences
-from indexer.tower_head import head_layers, run_head
+from indexer.tower_head import head_fingerprint, head_layers, run_head
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -174,16 +173,13 @@ def tower_fingerprint(
     An encoder without weights of its own (every research tower's) adds nothing: those fingerprints are as before.
     Call it through :attr:`TextEmbedder.fingerprint`, which passes all three.
     """
-    digest = hashlib.sha256(tower.text_encoder.encode())
-    for name, tensor in sorted(tower.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    if bridge is not None:
-        digest.update(bridge.weight.tobytes())
-    weights = encoder.weights_digest if encoder is not None else None
-    if weights is not None:
-        digest.update(b"encoder-weights:" + weights.encode())
-    return digest.hexdigest()[:16]
+    tensors = ((name, tensor.detach().cpu().numpy()) for name, tensor in tower.state_dict().items())
+    return head_fingerprint(
+        tower.text_encoder,
+        tensors,
+        bridge.weight if bridge is not None else None,
+        encoder.weights_digest if encoder is not None else None,
+    )
 
 
 class TextEmbedder:

@@ -4,11 +4,13 @@
 weights, ``mlp.<position>.weight``, follow from it), and both it and the torch-free text side of
 ``polyglot search`` (:mod:`indexer.query.onnx_text_side`) run the head through :func:`run_head`: the same layers,
 the same arithmetic, whether the weights are a live torch module's or read from ``model.safetensors`` with numpy.
+Both name the text side by :func:`head_fingerprint`, so vectors one cached under it serve the other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -61,3 +63,22 @@ def _unit(rows: np.ndarray) -> np.ndarray:
     # indexer.unit.unit_rows, written out here: every query runs through the head, and the walk of a query
     # (benchmarks/query_walk.py) stays shorter by a module.
     return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+
+def head_fingerprint(
+    text_encoder: str,
+    tensors: Iterable[tuple[str, np.ndarray]],
+    bridge: np.ndarray | None = None,
+    encoder_weights: str | None = None,
+) -> str:
+    """Identity of a text side (:func:`indexer.tower.tower_fingerprint` explains what goes in): the encoder's name,
+    the head's tensors by name, the language bridge's weight and the encoder's own weights' digest, if any."""
+    digest = hashlib.sha256(text_encoder.encode())
+    for name, array in sorted(tensors, key=lambda item: item[0]):
+        digest.update(name.encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    if bridge is not None:
+        digest.update(bridge.tobytes())
+    if encoder_weights is not None:
+        digest.update(b"encoder-weights:" + encoder_weights.encode())
+    return digest.hexdigest()[:16]

@@ -16,7 +16,6 @@ another image encoder — and the caller takes the full path, which builds or ex
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +32,7 @@ from indexer.export.registry import student_export, student_precision
 from indexer.image_space import ImageSpace
 from indexer.model_files import sha256_file
 from indexer.settings import Settings
-from indexer.tower_head import head_layers, linear_weights, run_head
+from indexer.tower_head import head_fingerprint, head_layers, linear_weights, run_head
 
 # What a student folder's config.json says (indexer.student.model's KIND / TEXT_ENCODER, which import torch; the
 # test checks they agree) and the files of a tower folder (indexer.tower's CONFIG_NAME / WEIGHTS_NAME).
@@ -123,15 +122,10 @@ class OnnxTextSide:
 
     @property
     def fingerprint(self) -> str:
-        """:func:`indexer.tower.tower_fingerprint` of this text side, computed without torch: the same bytes (the
-        encoder's name, the head's tensors by name, the trunk delta's digest), so what the full path cached under
-        it (the concept vectors) serves here too (``tests/cli/test_search_startup.py``)."""
-        digest = hashlib.sha256(str(self.config["text_encoder"]).encode())
-        for name, array in sorted(self.head_state.items()):
-            digest.update(name.encode())
-            digest.update(np.ascontiguousarray(array).tobytes())
-        digest.update(b"encoder-weights:" + sha256_file(self.folder / STUDENT_TRUNK_DELTA).encode())
-        return digest.hexdigest()[:16]
+        """:func:`indexer.tower.tower_fingerprint` of this text side, without torch (one :func:`head_fingerprint`
+        serves both), so what the full path cached under it (the concept vectors) serves here too."""
+        delta = sha256_file(self.folder / STUDENT_TRUNK_DELTA)  # the student's weights_digest
+        return head_fingerprint(str(self.config["text_encoder"]), self.head_state.items(), encoder_weights=delta)
 
     def embed(self, texts: Sequence[str], langs: str | Sequence[str | None] | None = None) -> np.ndarray:
         """Unit image-space vectors (``langs`` is read by no student: it has no language bridge)."""

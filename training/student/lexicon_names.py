@@ -22,7 +22,7 @@ import numpy as np
 from indexer.concepts.lexicon import ConceptLexicon
 from indexer.tagging.concepts import concept_texts
 from training.concepts.names import EXCLUDED
-from training.student.words import WordPairs
+from training.student.words import Embed, WordPairs, nearest_source_check
 
 # The curve's check: languages with many names and several scripts.
 LEXICON_CHECK_LANGS = ("de", "fr", "zh", "ja", "ar", "ru", "tr", "ko")
@@ -60,22 +60,7 @@ def lexicon_pairs(lexicon: ConceptLexicon, holdout: float = 0.05, seed: int = 0)
     return parts[0], parts[1]
 
 
-Embed = Callable[[Sequence[str]], np.ndarray]  # texts → unit vectors, by the model being trained
-
-
 def lexicon_check(held: WordPairs, langs: Sequence[str] = LEXICON_CHECK_LANGS) -> Callable[[Embed], dict[str, float]]:
     """Held-out concepts: how often a name's nearest held-out concept (its English text, by the model's own
-    vectors) is its own (R@1 among the held-out concepts), per language."""
-    rows = {lang: [i for i, code in enumerate(held.lang) if code == lang] for lang in langs}
-
-    def evaluate(embed: Embed) -> dict[str, float]:
-        english = embed(held.english)
-        scores = {}
-        for lang, chosen in rows.items():
-            if chosen:
-                vectors = embed([held.text[i] for i in chosen])
-                nearest = np.argmax(vectors @ english.T, axis=1)
-                scores[f"lexicon-{lang}"] = float(np.mean(nearest == held.source[chosen]))
-        return scores
-
-    return evaluate
+    vectors) is its own (R@1 among the held-out concepts), per language (``lexicon-XX``)."""
+    return nearest_source_check(held, langs, "lexicon")

@@ -22,9 +22,11 @@ from training.student.name_texts import class_lemmas, held_out_class_languages, 
 from training.student.teacher import teacher_vectors
 from training.student.train import Inputs, Student, StudentRecipe, embed_texts, train_student
 from training.student.words import (
+    Embed,
     PseudoNames,
     WordPairs,
     english_vocabulary,
+    nearest_source_check,
     pseudo_class_names,
     read_lexicons,
     word_pairs,
@@ -75,20 +77,12 @@ def word_check(
 ) -> Callable[[Student, Inputs], dict[str, float]]:
     """Held-out words: how often a translation's nearest held-out English word (by the student's own vectors) is
     the word it translates (R@1), per language."""
-    rows = {lang: [i for i, code in enumerate(held.lang) if code == lang] for lang in langs}
+    return by_student(nearest_source_check(held, langs, "words"))
 
-    def evaluate(model: Student, inputs: Inputs) -> dict[str, float]:
-        english = embed_texts(model, inputs, held.english)
-        scores = {}
-        for lang, chosen in rows.items():
-            if not chosen:
-                continue
-            vectors = embed_texts(model, inputs, [held.text[i] for i in chosen])
-            nearest = np.argmax(vectors @ english.T, axis=1)
-            scores[f"words-{lang}"] = float(np.mean(nearest == held.source[chosen]))
-        return scores
 
-    return evaluate
+def by_student(check: Callable[[Embed], dict[str, float]]) -> Callable[[Student, Inputs], dict[str, float]]:
+    """A check that reads texts' vectors, run on the student being trained."""
+    return lambda model, inputs: check(lambda texts: embed_texts(model, inputs, texts))
 
 
 def name_check(
@@ -196,8 +190,7 @@ def run_student(
         lexicon_targets = teacher_vectors(
             word_teacher, lexicon.english, cache_dir, name=f"lexicon-teacher:{word_teacher.fingerprint}"
         )
-        held_lexicon_check = lexicon_check(held_lexicon)
-        checks.append(lambda model, inputs: held_lexicon_check(lambda texts: embed_texts(model, inputs, texts)))
+        checks.append(by_student(lexicon_check(held_lexicon)))
     int8 = int8_texts(data, tables)  # sampled now, from the tables above; the calibration runs when the run ends
 
     def evaluate(model: Student, inputs: Inputs) -> dict[str, float]:

@@ -25,7 +25,7 @@ import json
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +53,27 @@ class WordPairs:
 
     def languages(self) -> list[str]:
         return sorted(set(self.lang))
+
+
+Embed = Callable[[Sequence[str]], np.ndarray]  # texts → unit vectors, by the model being trained
+
+
+def nearest_source_check(held: WordPairs, langs: Sequence[str], prefix: str) -> Callable[[Embed], dict[str, float]]:
+    """Held-out pairs: how often a text's nearest held-out English source (by the model's own vectors) is its own
+    (R@1 among the held-out sources), per language, as ``{prefix}-{lang}``."""
+    rows = {lang: [i for i, code in enumerate(held.lang) if code == lang] for lang in langs}
+
+    def evaluate(embed: Embed) -> dict[str, float]:
+        english = embed(held.english)
+        scores = {}
+        for lang, chosen in rows.items():
+            if chosen:
+                vectors = embed([held.text[i] for i in chosen])
+                nearest = np.argmax(vectors @ english.T, axis=1)
+                scores[f"{prefix}-{lang}"] = float(np.mean(nearest == held.source[chosen]))
+        return scores
+
+    return evaluate
 
 
 @dataclass
