@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs everything into .venv (the exact versions of requirements-dev.lock; Chromium and
 # docker-compose for the browser and deployment tests), then runs
-# lint, type checks and the whole pytest suite. Extra arguments go to pytest (e.g. -m "not slow").
+# lint, type checks and the whole pytest suite, in one pytest worker process per CPU core (pytest-xdist; TEST_WORKERS
+# sets another number, 0 runs in this process). Extra arguments go to pytest (e.g. -m "not slow").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh dev
@@ -27,4 +28,4 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 .venv/bin/ruff check app indexer training tests benchmarks scripts
 .venv/bin/mypy
-exec .venv/bin/pytest -q "$@"
+exec .venv/bin/pytest -q -n "${TEST_WORKERS:-$(nproc)}" "$@"

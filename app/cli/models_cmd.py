@@ -103,8 +103,9 @@ def build(
 
 
 def embed_concepts(settings: Settings) -> None:
-    """The concept lexicon's vectors for the served text side, cached (about a minute once; then the first tag in
-    any language reads them: indexer/tagging/concepts.py)."""
+    """The concept lexicon's vectors for the served text side, kept in the models folder beside the weights (about
+    a minute once; then the first tag in any language, in any home serving these models, reads them:
+    indexer/tagging/concepts.py)."""
     from indexer.asset_paths import SHIPPED_CONCEPTS
     from indexer.concepts import ConceptLexicon, LexiconError
     from indexer.query import load_text_tower
@@ -114,7 +115,8 @@ def embed_concepts(settings: Settings) -> None:
         lexicon = ConceptLexicon.load(settings.tagging.lexicon_dir or SHIPPED_CONCEPTS)
         text = load_text_tower(settings)
         with console.status(f"embedding {len(lexicon):,} concepts for tags (once per text side)"):
-            vectors, cached = concept_vectors(lexicon, text, text.fingerprint, settings.resolved_cache_dir)
+            models_dir = settings.resolved_models_dir
+            vectors, cached = concept_vectors(lexicon, text, text.fingerprint, models_dir, shipped_dir=models_dir)
     except (LexiconError, FileNotFoundError, ValueError) as exc:
         raise fail(str(exc)) from None
     state = "cached" if cached else "embedded"

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,8 +72,30 @@ class ConceptLexicon:
     @classmethod
     def load(cls, folder: Path | str, languages: Iterable[str] | None = None) -> ConceptLexicon:
         """The lexicon in ``folder``, every file checked against the manifest; ``languages``: only these names
-        files (default: all). Raises :class:`LexiconError` (one line, naming the file)."""
+        files (default: all). Raises :class:`LexiconError` (one line, naming the file).
+
+        A process loads it once: the service's search fusion and its tagger, and every later start of either in
+        the same process, share one read-only lexicon while none of its files has changed (size, modification
+        time and inode of each, looked at on every call; a changed file is read and checked again)."""
         folder = Path(folder)
+        wanted_key = None if languages is None else tuple(sorted(set(languages)))
+        signature = _file_signature(folder)
+        if signature is None:
+            return cls._read(folder, languages)
+        key = (str(folder.resolve()), wanted_key, signature)
+        with _LOADED_LOCK:
+            loaded = _LOADED.get(key)
+        if loaded is not None:
+            return loaded
+        lexicon = cls._read(folder, languages)
+        with _LOADED_LOCK:
+            _LOADED[key] = lexicon
+            while len(_LOADED) > _LOADED_KEPT:
+                _LOADED.popitem(last=False)
+        return lexicon
+
+    @classmethod
+    def _read(cls, folder: Path, languages: Iterable[str] | None) -> ConceptLexicon:
         manifest_path = folder / MANIFEST
         raw = _read_bytes(manifest_path)
         try:
@@ -216,6 +241,24 @@ def listed_languages(folder: Path | str) -> list[str]:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
+
+
+# Lexicons loaded by this process, by folder, languages and file signature (the newest few: a lexicon is tens of MB).
+_LoadedKey = tuple[str, tuple[str, ...] | None, tuple[tuple[str, int, int, int], ...]]
+_LOADED: OrderedDict[_LoadedKey, ConceptLexicon] = OrderedDict()
+_LOADED_LOCK = threading.Lock()
+_LOADED_KEPT = 2
+
+
+def _file_signature(folder: Path) -> tuple[tuple[str, int, int, int], ...] | None:
+    """Name, size, modification time and inode of every file of the lexicon folder; None when one cannot be read
+    (then nothing is shared and the load says what is wrong)."""
+    try:
+        paths = [folder / MANIFEST, folder / CONCEPTS_FILE, *sorted((folder / "names").glob("*.tsv"))]
+        stats = [(path, os.stat(path)) for path in paths]
+    except OSError:
+        return None
+    return tuple((path.name, stat.st_size, stat.st_mtime_ns, stat.st_ino) for path, stat in stats)
 
 
 def _read_bytes(path: Path) -> bytes:

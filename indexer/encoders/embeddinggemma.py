@@ -15,6 +15,7 @@ verified files), so the prompts are set here, not read from it.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,9 +75,12 @@ class EmbeddingGemmaEncoder(TextEncoder):
             raise ModelFileMissingError(
                 f"EmbeddingGemma folder {self.source} is missing: run `polyglot models fetch --embeddinggemma`"
             )
+        # A local folder never touches the network; a hub name downloads once, unless HF_HUB_OFFLINE says the hub is
+        # out of reach. That variable is read here, at each load: huggingface_hub reads it once, when it is first
+        # imported, and a process that set it later waited on the network's retries for over a minute.
+        offline = local or os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
         try:
-            # A local folder never touches the network (as HF_HUB_OFFLINE=1); a hub name downloads once.
-            self._model = SentenceTransformer(self.source, device=self.device, local_files_only=local)
+            self._model = SentenceTransformer(self.source, device=self.device, local_files_only=offline)
         except OSError as exc:
             raise ModelFileMissingError(
                 f"cannot load EmbeddingGemma from {self.source!r} ({exc.__class__.__name__}): on a machine without "

@@ -405,6 +405,43 @@ def name_key(text: str, lang: str | None) -> str:
     return " ".join(lower_case(text, lang).casefold().split()).strip(_EDGES).strip()
 
 
+NameTable = dict[str, dict[str, int]]  # lang → name key → lexicon row
+_NAME_TABLES: dict[tuple[str, tuple[str, ...]], tuple[NameTable, dict[str, int]]] = {}
+_NAME_TABLES_LOCK = threading.Lock()
+
+
+def name_tables(lexicon: ConceptLexicon) -> tuple[NameTable, dict[str, int]]:
+    """Which concept each name means, per language, and the names that mean one concept in every language that has
+    them (for a query in no known language). Built once per lexicon in a process (its digest names its content;
+    310K names, about two seconds), then shared read-only by every fusion over it."""
+    key = (lexicon.digest, tuple(lexicon.languages))
+    with _NAME_TABLES_LOCK:
+        built = _NAME_TABLES.get(key)
+    if built is not None:
+        return built
+    row = {concept: i for i, concept in enumerate(lexicon.ids)}
+    table: NameTable = {}
+    for lang in ["en", *lexicon.languages]:
+        ranked: dict[str, tuple[int, int, int]] = {}
+        for order, concept in enumerate(lexicon.ids):
+            for position, written in enumerate(lexicon.names(concept, lang)):
+                name = name_key(written, lang)
+                candidate = (position, order, row[concept])
+                if name and (name not in ranked or candidate < ranked[name]):
+                    ranked[name] = candidate
+        table[lang] = {name: hit[2] for name, hit in ranked.items()}
+    # A query in no known language: a name fuses only when every language it is a name in means one concept.
+    votes: dict[str, int | None] = {}
+    for names in table.values():
+        for name, meant in names.items():
+            votes[name] = meant if votes.get(name, meant) == meant else None
+    anywhere = {name: meant for name, meant in votes.items() if meant is not None}
+    with _NAME_TABLES_LOCK:
+        _NAME_TABLES.clear()  # one lexicon is served at a time: keep only the newest
+        _NAME_TABLES[key] = (table, anywhere)
+    return table, anywhere
+
+
 class ConceptFusion:
     def __init__(self, lexicon: ConceptLexicon, vectors: np.ndarray, weight: float) -> None:
         """``vectors``: the concepts' unit English vectors in lexicon order; ``weight``: α."""
@@ -413,24 +450,8 @@ class ConceptFusion:
         self.weight = float(weight)
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.ids = list(lexicon.ids)
-        row = {concept: i for i, concept in enumerate(lexicon.ids)}
-        self.table: dict[str, dict[str, int]] = {}
-        for lang in ["en", *lexicon.languages]:
-            ranked: dict[str, tuple[int, int, int]] = {}
-            for order, concept in enumerate(lexicon.ids):
-                for position, written in enumerate(lexicon.names(concept, lang)):
-                    key = name_key(written, lang)
-                    candidate = (position, order, row[concept])
-                    if key and (key not in ranked or candidate < ranked[key]):
-                        ranked[key] = candidate
-            self.table[lang] = {key: hit[2] for key, hit in ranked.items()}
+        self.table, self.anywhere = name_tables(lexicon)
         self.languages = frozenset(self.table)
-        # A query in no known language: a name fuses only when every language it is a name in means one concept.
-        anywhere: dict[str, int | None] = {}
-        for names in self.table.values():
-            for key, meant in names.items():
-                anywhere[key] = meant if anywhere.get(key, meant) == meant else None
-        self.anywhere = {key: meant for key, meant in anywhere.items() if meant is not None}
 
     def match(self, text: str, lang: str | None) -> int | None:
         """The lexicon row of the concept ``text`` names in ``lang`` (None: in whichever language, when all the
@@ -464,14 +485,16 @@ class FusionText(Protocol):
 
 
 def load_concept_fusion(settings: Settings, text: FusionText, fingerprint: str) -> ConceptFusion:
-    """The concept lexicon's name table and its English concept vectors (cached by the text side's fingerprint and
-    the lexicon's digest; embedded now when the cache lacks them). A damaged lexicon file raises its one-line
+    """The concept lexicon's name table and its English concept vectors (by the text side's fingerprint and the
+    lexicon's digest, from the models folder or the cache; embedded now when neither has them). A damaged lexicon file raises its one-line
     LexiconError. ``polyglot search`` and ``/search`` both fuse through this, so they rank alike."""
     from indexer.asset_paths import SHIPPED_CONCEPTS
     from indexer.tagging.concepts import concept_vectors
 
     lexicon = ConceptLexicon.load(settings.tagging.lexicon_dir or SHIPPED_CONCEPTS)
-    vectors, _ = concept_vectors(lexicon, text, fingerprint, settings.resolved_cache_dir)
+    vectors, _ = concept_vectors(
+        lexicon, text, fingerprint, settings.resolved_cache_dir, shipped_dir=settings.resolved_models_dir
+    )
     return ConceptFusion(lexicon, vectors, settings.query.concept_fusion_weight)
 
 

@@ -21,8 +21,11 @@ that the language's shipped vocabulary gives for one of its English lemmas whose
 (``source`` says which), else the concept is not named in that language and the next one is taken.
 
 The concept vectors (one per concept, the served text side's embedding of its English name) are computed at
-set-up (``polyglot models fetch`` runs :func:`concept_vectors`) and cached under
-``CACHE_DIR/concept-vectors/<text fingerprint>/<lexicon digest>.npy``; a request is one (n × d) · d product.
+set-up: ``polyglot models fetch`` runs :func:`concept_vectors` into the models folder, beside the weights they
+come from, so every home that serves those models (another ``POLYGLOT_HOME``, a container's fresh volume) reads
+them instead of embedding again. They lie under ``<folder>/concept-vectors/<text fingerprint>/<lexicon
+digest>.npy``, in the models folder or, for a text side set-up did not cover, in ``CACHE_DIR``; a request is one
+(n × d) · d product.
 """
 
 from __future__ import annotations
@@ -67,18 +70,17 @@ def concept_vectors(
     fingerprint: str,
     cache_dir: Path,
     progress: Callable[[int], object] | None = None,
+    shipped_dir: Path | None = None,
 ) -> tuple[np.ndarray, bool]:
-    """The concepts' unit vectors (float32, lexicon order) and whether they came from the cache; embedded and
-    cached (float16) when the cache lacks them or does not fit this lexicon."""
+    """The concepts' unit vectors (float32, lexicon order) and whether they were read back: from ``shipped_dir``
+    (the models folder, where set-up put them) when it has them, else from ``cache_dir``; embedded and cached
+    (float16, in ``cache_dir``) when neither has vectors that fit this lexicon."""
+    folders = [Path(shipped_dir)] if shipped_dir is not None else []
+    for folder in [*folders, Path(cache_dir)]:
+        cached = _read_vectors(vector_path(folder, fingerprint, lexicon), len(lexicon))
+        if cached is not None:
+            return _unit(cached), True
     path = vector_path(cache_dir, fingerprint, lexicon)
-    if path.is_file():
-        try:
-            cached = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            log.warning("unreadable concept vectors, embedding again", extra={"path": str(path), "error": str(exc)})
-        else:
-            if cached.ndim == 2 and len(cached) == len(lexicon):
-                return _unit(cached), True
     texts = concept_texts(lexicon)
     chunks = []
     for start in range(0, len(texts), BATCH):
@@ -92,6 +94,17 @@ def concept_vectors(
     except OSError as exc:  # a read-only or full cache: the vectors still serve from memory
         log.warning("concept vectors not cached", extra={"path": str(path), "error": str(exc)})
     return _unit(stored), False  # as read back: the first answer is the one every later start gives
+
+
+def _read_vectors(path: Path, rows: int) -> np.ndarray | None:
+    if not path.is_file():
+        return None
+    try:
+        cached = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        log.warning("unreadable concept vectors, embedding again", extra={"path": str(path), "error": str(exc)})
+        return None
+    return cached if cached.ndim == 2 and len(cached) == rows else None
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:

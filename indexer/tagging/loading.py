@@ -24,7 +24,8 @@ def load_tagger(
     fingerprint). Blocking: loads the CNN if it is not yet; embeds the CNN's class names, the ImageNet source tags,
     through the features cache (seconds the first time, then read back); ``settings.tagging``: POLYGLOT_TAG_*.
     The concept lexicon (POLYGLOT_TAG_LEXICON_DIR, default the shipped one) is loaded and checked here, its concept
-    vectors read from the cache (``polyglot models fetch`` computes them; else embedded now, about a minute).
+    vectors read from the models folder (``polyglot models fetch`` computes them there) or the cache; else embedded
+    now, about a minute.
     Raises ``FileNotFoundError``/``ValueError`` (a bad lexicon file: :class:`~indexer.concepts.LexiconError`)."""
     lexicon = ConceptLexicon.load(settings.tagging.lexicon_dir or SHIPPED_CONCEPTS)  # first: a bad file fails fast
     if not models.image_encoder.loaded:
@@ -34,7 +35,9 @@ def load_tagger(
     shipped = ShippedVocabularies(
         text, text.fingerprint, settings.resolved_cache_dir, english_weight=settings.tagging.english_weight
     )
-    vectors, _ = concept_vectors(lexicon, text, text.fingerprint, settings.resolved_cache_dir)
+    vectors, _ = concept_vectors(
+        lexicon, text, text.fingerprint, settings.resolved_cache_dir, shipped_dir=settings.resolved_models_dir
+    )
     concepts = ConceptTagger(
         lexicon,
         vectors,

@@ -60,10 +60,23 @@ def test_hierarchy(lexicon: ConceptLexicon) -> None:
         lexicon.english("99999999-n")
 
 
-def test_loads_in_under_two_seconds() -> None:
+def test_loads_in_under_two_seconds(tmp_path: Path) -> None:
+    folder = copy_of_lexicon(tmp_path)  # a folder this process has not read yet: read and checked from disk
     started = time.perf_counter()
-    ConceptLexicon.load(SHIPPED_CONCEPTS)
+    ConceptLexicon.load(folder)
     assert time.perf_counter() - started < 2.0
+
+
+def test_a_process_shares_one_lexicon_until_a_file_changes(tmp_path: Path) -> None:
+    folder = copy_of_lexicon(tmp_path)
+    first = ConceptLexicon.load(folder)
+    assert ConceptLexicon.load(folder) is first  # the service's fusion and tagger share one
+    assert ConceptLexicon.load(folder, languages=["fr"]) is not first  # another selection is its own
+    path = folder / "names" / "de.tsv"
+    data = bytearray(path.read_bytes())
+    data[-3] = ord("x")  # the same size, altered in place after the first load
+    path.write_bytes(bytes(data))
+    assert_one_line_naming(folder, "names/de.tsv")
 
 
 def copy_of_lexicon(tmp_path: Path) -> Path:

@@ -39,6 +39,26 @@ def tagger(lexicon: ConceptLexicon, tmp_path_factory: pytest.TempPathFactory) ->
     return ConceptTagger(lexicon, vectors, imagenet_class_names(), shipped, weight=0.0, frequency=0.0)
 
 
+def test_concept_vectors_set_up_in_the_models_folder_serve_every_home(
+    lexicon: ConceptLexicon, tmp_path: Path
+) -> None:
+    """``polyglot models fetch`` embeds them into the models folder; a home whose cache is empty reads them there
+    and embeds nothing."""
+    models, cache = tmp_path / "models", tmp_path / "home" / "cache"
+    set_up, cached = concept_vectors(lexicon, NoText(), "fake", models, shipped_dir=models)
+    assert not cached
+
+    class Refuses:
+        def embed(self, texts: Sequence[str], langs: str | None = None) -> np.ndarray:
+            raise AssertionError("embedded again")
+
+    served, cached = concept_vectors(lexicon, Refuses(), "fake", cache, shipped_dir=models)
+    assert cached and np.array_equal(served, set_up) and not cache.exists()
+    # A text side set-up did not cover (another fingerprint) is embedded into the home's cache.
+    _, cached = concept_vectors(lexicon, NoText(), "other", cache, shipped_dir=models)
+    assert not cached and list((cache / "concept-vectors").rglob("*.npy"))
+
+
 def on_one_chain(lexicon: ConceptLexicon, concepts: list[str]) -> bool:
     for a in concepts:
         for b in concepts:
