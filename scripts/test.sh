@@ -28,4 +28,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 .venv/bin/ruff check app indexer training tests benchmarks scripts
 .venv/bin/mypy
-exec .venv/bin/pytest -q -n "${TEST_WORKERS:-$(nproc)}" "$@"
+# nproc counts the cores this process may use, but says 1 under OMP_NUM_THREADS=1 (which the tests' threads use).
+workers="${TEST_WORKERS:-$(unset OMP_NUM_THREADS OMP_THREAD_LIMIT; nproc 2>/dev/null || echo 1)}"
+exec .venv/bin/pytest -q -n "$workers" "$@"

@@ -34,7 +34,7 @@ def fake_clone(tmp_path: Path, apt_exit: int) -> tuple[Path, Path, dict[str, str
     bin_dir.mkdir()
     executable(bin_dir / "apt-get", f'echo "apt-get $*" >> "{calls}"\nexit {apt_exit}\n')
     executable(bin_dir / "id", "echo 0\n")  # as root, as CI runs it
-    for tool in ("dirname",):  # what the script needs besides
+    for tool in ("dirname", "nproc"):  # what the script needs besides
         (bin_dir / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
     return clone, calls, {**os.environ, "PATH": str(bin_dir)}
 
@@ -56,4 +56,5 @@ def test_a_missing_docker_compose_is_installed_waiting_for_the_dpkg_lock_or_the_
     else:
         assert done.returncode == 0, done.stderr
         assert any(" install " in line and "docker-compose" in line for line in apt), log
-        assert log[-1] == "pytest -q -q", log
+        # One pytest worker per core this process may use (what nproc counts), the caller's arguments after.
+        assert log[-1] == f"pytest -q -n {len(os.sched_getaffinity(0))} -q", log
