@@ -5,7 +5,8 @@
 A throw-away home folder gets fr and de vocabularies (train-split captions) and, with ``--captions``, the
 train split's English captions in the caption index (for caption source tags). With ``--shipped`` it gets none: the
 shipped vocabularies answer (a fresh install), embedded before timing (``--cache-dir`` keeps them for a rerun),
-and 1, 2 and 3 languages are timed (fr; fr,de; fr,de,es). Then ``--requests`` sequential
+and 1, 2 and 3 languages are timed (fr; fr,de; fr,de,es), after tags by concept, the default source, in 1 and 4
+languages (fr; fr,de,ja,ar). Then ``--requests`` sequential
 uploads of dev photos (224×224 JPEG, ~20 KB) per configuration; the first ``--warmup`` are not timed.
 Wall-clock per request, client included (in-process TestClient: no network, but the full ASGI stack).
 """
@@ -79,7 +80,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             engine = client.app.state.engine  # type: ignore[attr-defined]
             configs = [("fr", "imagenet"), ("fr,de", "imagenet")]
             if args.shipped:
-                configs.append(("fr,de,es", "imagenet"))
+                # Tags by concept (the default source): one ranking of the lexicon, named in every language asked.
+                configs = [("fr", "concepts"), ("fr,de,ja,ar", "concepts"), *configs, ("fr,de,es", "imagenet")]
                 for lang in ("fr", "de", "es"):  # the first request of a language embeds it: not what is timed
                     engine.components["tagger"].vocabulary(lang)
             if args.captions:
