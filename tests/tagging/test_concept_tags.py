@@ -39,9 +39,7 @@ def tagger(lexicon: ConceptLexicon, tmp_path_factory: pytest.TempPathFactory) ->
     return ConceptTagger(lexicon, vectors, imagenet_class_names(), shipped, weight=0.0, frequency=0.0)
 
 
-def test_concept_vectors_set_up_in_the_models_folder_serve_every_home(
-    lexicon: ConceptLexicon, tmp_path: Path
-) -> None:
+def test_concept_vectors_set_up_in_the_models_folder_serve_every_home(lexicon: ConceptLexicon, tmp_path: Path) -> None:
     """``polyglot models fetch`` embeds them into the models folder; a home whose cache is empty reads them there
     and embeds nothing."""
     models, cache = tmp_path / "models", tmp_path / "home" / "cache"
