@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs everything into .venv (the exact versions of requirements-dev.lock; Chromium and
 # docker-compose for the browser and deployment tests), then runs
-# lint, type checks and the whole pytest suite, in one pytest worker process per CPU core (pytest-xdist; TEST_WORKERS
+# lint, type checks (beside the tests) and the whole pytest suite, in one pytest worker process per CPU core (pytest-xdist; TEST_WORKERS
 # sets another number, 0 runs in this process). Extra arguments go to pytest (e.g. -m "not slow").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +27,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 .venv/bin/ruff check app indexer training tests benchmarks scripts
-.venv/bin/mypy
 # nproc counts the cores this process may use, but says 1 under OMP_NUM_THREADS=1 (which the tests' threads use).
 workers="${TEST_WORKERS:-$(unset OMP_NUM_THREADS OMP_THREAD_LIMIT; nproc 2>/dev/null || echo 1)}"
-exec .venv/bin/pytest -q -n "$workers" "$@"
+# mypy checks the types beside the tests: about a minute of one core, while the tests spend part of theirs waiting
+# on servers and subprocesses. Its report follows the tests' output; either failing fails this command.
+mkdir -p .mypy_cache
+.venv/bin/mypy > .mypy_cache/report.txt 2>&1 &
+mypy_pid=$!
+status=0
+.venv/bin/pytest -q -n "$workers" "$@" || status=$?
+mypy_status=0
+wait "$mypy_pid" || mypy_status=$?
+cat .mypy_cache/report.txt
+if [ "$mypy_status" -ne 0 ]; then
+  echo "error: mypy found type errors (its report is above)" >&2
+  status=1
+fi
+exit "$status"
