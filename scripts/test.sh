@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs everything into .venv (the exact versions of requirements-dev.lock; Chromium and
-# docker-compose for the browser and deployment tests), then runs
-# lint, type checks (beside the tests) and the whole pytest suite, in one pytest worker process per CPU core (pytest-xdist; TEST_WORKERS
-# sets another number, 0 runs in this process). Extra arguments go to pytest (e.g. -m "not slow").
+# docker-compose for the browser and deployment tests), then runs lint, type checks (beside the tests) and the whole
+# pytest suite, in one pytest worker process per CPU core (pytest-xdist; TEST_WORKERS sets another number, 0 runs in
+# this process). Extra arguments go to pytest (e.g. -m "not slow").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh dev

@@ -115,8 +115,7 @@ def embed_concepts(settings: Settings) -> None:
         lexicon = ConceptLexicon.load(settings.tagging.lexicon_dir or SHIPPED_CONCEPTS)
         text = load_text_tower(settings)
         with console.status(f"embedding {len(lexicon):,} concepts for tags (once per text side)"):
-            models_dir = settings.resolved_models_dir
-            vectors, cached = concept_vectors(lexicon, text, text.fingerprint, models_dir, shipped_dir=models_dir)
+            vectors, cached = concept_vectors(lexicon, text, text.fingerprint, settings.resolved_models_dir)
     except (LexiconError, FileNotFoundError, ValueError) as exc:
         raise fail(str(exc)) from None
     state = "cached" if cached else "embedded"

@@ -486,8 +486,8 @@ class FusionText(Protocol):
 
 def load_concept_fusion(settings: Settings, text: FusionText, fingerprint: str) -> ConceptFusion:
     """The concept lexicon's name table and its English concept vectors (by the text side's fingerprint and the
-    lexicon's digest, from the models folder or the cache; embedded now when neither has them). A damaged lexicon file raises its one-line
-    LexiconError. ``polyglot search`` and ``/search`` both fuse through this, so they rank alike."""
+    lexicon's digest, from the models folder or the cache; embedded now when neither has them). A damaged lexicon
+    file raises its one-line LexiconError. ``polyglot search`` and ``/search`` both fuse through this, so they rank alike."""
     from indexer.asset_paths import SHIPPED_CONCEPTS
     from indexer.tagging.concepts import concept_vectors
 

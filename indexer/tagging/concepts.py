@@ -30,29 +30,21 @@ digest>.npy``, in the models folder or, for a text side set-up did not cover, in
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
-from indexer.atomic import atomic_open
 from indexer.concepts.lexicon import ConceptLexicon
-from indexer.tagging.shipped import ShippedVocabularies
+from indexer.tagging.shipped import ShippedVocabularies, TextEmbedding, embed_in_batches, read_vectors, write_vectors
+from indexer.unit import unit_rows
 
-log = logging.getLogger(__name__)
-BATCH = 512
 IMAGENET_CLASSES = 1000
 LEXICON_SOURCE = "lexicon"
 VOCABULARY_SOURCE = "vocabulary"
 MAX_CANDIDATES = 400  # concepts looked at for one answer (k ≤ 50 are kept; the rest are skipped by the rules)
-
-
-class TextEmbedding(Protocol):
-    def embed(self, texts: Sequence[str], langs: str | None = None) -> np.ndarray: ...
 
 
 def concept_texts(lexicon: ConceptLexicon) -> list[str]:
@@ -77,40 +69,13 @@ def concept_vectors(
     (float16, in ``cache_dir``) when neither has vectors that fit this lexicon."""
     folders = [Path(shipped_dir)] if shipped_dir is not None else []
     for folder in [*folders, Path(cache_dir)]:
-        cached = _read_vectors(vector_path(folder, fingerprint, lexicon), len(lexicon))
+        cached = read_vectors(vector_path(folder, fingerprint, lexicon), len(lexicon))
         if cached is not None:
-            return _unit(cached), True
-    path = vector_path(cache_dir, fingerprint, lexicon)
-    texts = concept_texts(lexicon)
-    chunks = []
-    for start in range(0, len(texts), BATCH):
-        chunks.append(np.asarray(text.embed(texts[start : start + BATCH], "en"), dtype=np.float32))
-        if progress is not None:
-            progress(len(chunks[-1]))
-    stored = np.concatenate(chunks).astype(np.float16)
-    try:
-        with atomic_open(path) as handle:
-            np.save(handle, stored)
-    except OSError as exc:  # a read-only or full cache: the vectors still serve from memory
-        log.warning("concept vectors not cached", extra={"path": str(path), "error": str(exc)})
-    return _unit(stored), False  # as read back: the first answer is the one every later start gives
-
-
-def _read_vectors(path: Path, rows: int) -> np.ndarray | None:
-    if not path.is_file():
-        return None
-    try:
-        cached = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        log.warning("unreadable concept vectors, embedding again", extra={"path": str(path), "error": str(exc)})
-        return None
-    return cached if cached.ndim == 2 and len(cached) == rows else None
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    rows = vectors.astype(np.float32)
-    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-    return np.ascontiguousarray(rows)
+            return cached, True
+    stored = embed_in_batches(text, concept_texts(lexicon), "en", progress).astype(np.float16)
+    write_vectors(vector_path(cache_dir, fingerprint, lexicon), stored)
+    # As read back: the first answer is the one every later start gives.
+    return np.ascontiguousarray(unit_rows(stored.astype(np.float32))), False
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from indexer.asset_paths import SHIPPED_TAGS
 from indexer.atomic import atomic_open
 from indexer.tagging.text import normalise_text
 from indexer.tagging.vocabulary import Vocabulary, VocabularyError
+from indexer.unit import unit_rows
 
 log = logging.getLogger(__name__)
 BATCH = 512
@@ -136,11 +137,11 @@ class ShippedVocabularies:
         words = self.words(lang)
         keys = words.keys
         path = self.vector_path(words)
-        vectors = self._read(path, len(keys))
+        vectors = read_vectors(path, len(keys))
         if vectors is None:
             started = time.perf_counter()
             vectors = self._embed(keys, lang, progress)
-            self._write(path, vectors)
+            write_vectors(path, vectors)
             log.info(
                 "embedded shipped tag vocabulary",
                 extra={
@@ -167,10 +168,10 @@ class ShippedVocabularies:
         missing = sorted({s for s in sources if s not in index})  # a few class names the English file left out
         extra: dict[str, np.ndarray] = {}
         if missing:
-            found = self._read(cache, len(missing))
+            found = read_vectors(cache, len(missing))
             if found is None:
                 found = self._embed(missing, "en", None)
-                self._write(cache, found)
+                write_vectors(cache, found)
             extra = dict(zip(missing, found, strict=True))
         source_vectors = np.stack([english.vectors[index[s]] if s in index else extra[s] for s in sources])
         blended = (1 - self.english_weight) * vectors + self.english_weight * source_vectors
@@ -178,33 +179,42 @@ class ShippedVocabularies:
         return np.ascontiguousarray(blended, dtype=np.float32)
 
     def _embed(self, keys: list[str], lang: str, progress: Callable[[int], object] | None) -> np.ndarray:
-        chunks = []
-        for start in range(0, len(keys), BATCH):
-            chunks.append(np.asarray(self.text.embed(keys[start : start + BATCH], lang), dtype=np.float32))
-            if progress is not None:
-                progress(len(chunks[-1]))
-        return np.ascontiguousarray(np.concatenate(chunks)) if chunks else np.zeros((0, 0), np.float32)
+        return embed_in_batches(self.text, keys, lang, progress)
 
-    @staticmethod
-    def _read(path: Path, rows: int) -> np.ndarray | None:
-        if not path.is_file():
-            return None
-        try:
-            vectors = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            log.warning("unreadable cached tag vectors, embedding again", extra={"path": str(path), "error": str(exc)})
-            return None
-        if vectors.ndim != 2 or len(vectors) != rows:
-            log.warning("cached tag vectors do not fit their words, embedding again", extra={"path": str(path)})
-            return None
-        vectors = vectors.astype(np.float32)
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # float16 rounding
-        return np.ascontiguousarray(vectors)
 
-    @staticmethod
-    def _write(path: Path, vectors: np.ndarray) -> None:
-        try:
-            with atomic_open(path) as handle:
-                np.save(handle, vectors.astype(np.float16))
-        except OSError as exc:  # a read-only or full cache: the vectors still serve from memory
-            log.warning("tag vectors not cached", extra={"path": str(path), "error": str(exc)})
+def embed_in_batches(
+    text: TextEmbedding, texts: Sequence[str], lang: str, progress: Callable[[int], object] | None = None
+) -> np.ndarray:
+    """``texts`` embedded :data:`BATCH` at a time (float32 rows), ``progress`` told each batch's size."""
+    chunks = []
+    for start in range(0, len(texts), BATCH):
+        chunks.append(np.asarray(text.embed(texts[start : start + BATCH], lang), dtype=np.float32))
+        if progress is not None:
+            progress(len(chunks[-1]))
+    return np.ascontiguousarray(np.concatenate(chunks)) if chunks else np.zeros((0, 0), np.float32)
+
+
+def read_vectors(path: Path, rows: int) -> np.ndarray | None:
+    """The ``rows`` unit float32 vectors :func:`write_vectors` kept at ``path``; None (logged) when the file is
+    absent, unreadable or of another shape, so the caller embeds again."""
+    if not path.is_file():
+        return None
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        log.warning("unreadable cached vectors, embedding again", extra={"path": str(path), "error": str(exc)})
+        return None
+    if vectors.ndim != 2 or len(vectors) != rows:
+        log.warning("cached vectors do not fit their texts, embedding again", extra={"path": str(path)})
+        return None
+    return np.ascontiguousarray(unit_rows(vectors.astype(np.float32)))  # unit again after the float16 rounding
+
+
+def write_vectors(path: Path, vectors: np.ndarray) -> None:
+    """``vectors`` kept at ``path`` as float16, atomically; a read-only or full folder is logged, not raised (the
+    vectors still serve from memory)."""
+    try:
+        with atomic_open(path) as handle:
+            np.save(handle, vectors.astype(np.float16))
+    except OSError as exc:
+        log.warning("vectors not cached", extra={"path": str(path), "error": str(exc)})
