@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from app.accept_language import accepted_languages, preferred_language
+from app.language_names import language_names
+from indexer.asset_paths import SHIPPED_CONCEPTS, SHIPPED_TAGS
 
 
 @pytest.mark.parametrize(
@@ -29,3 +33,13 @@ def test_preferred_language_falls_back_by_region_then_to_english() -> None:
     assert preferred_language("eo, de;q=0.1", available) == "de"  # the first one that has a vocabulary
     assert preferred_language("eo", available) == "en"
     assert preferred_language(None, available) == "en"
+
+
+def test_the_page_names_every_language_it_tags_in() -> None:
+    """The web page's language selector shows a language's name, not its code, for every language the shipped
+    concept lexicon or a shipped tag vocabulary tags in."""
+    langs = set(json.loads((SHIPPED_CONCEPTS / "manifest.json").read_text(encoding="utf-8"))["languages"])
+    langs |= {path.stem for path in SHIPPED_TAGS.glob("*.tsv")}
+    assert {"kk", "mn", "br", "fy", "ta", "bs"} <= langs
+    unnamed = [code for code, name in language_names(langs).items() if name == code]
+    assert not unnamed

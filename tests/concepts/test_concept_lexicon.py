@@ -40,6 +40,20 @@ def test_shipped_lexicon_counts_and_names(lexicon: ConceptLexicon) -> None:
     assert lexicon.find("no such name", "fr") == []
 
 
+def test_tags_never_say_a_slur_a_race_or_a_proper_name(lexicon: ConceptLexicon) -> None:
+    from training.concepts.build import NEVER_TAGS, OFFENSIVE_GLOSS
+
+    listed = {line.split("\t")[0] for line in NEVER_TAGS.read_text(encoding="utf-8").splitlines()[4:]}
+    assert len(listed) > 100
+    for concept in lexicon.ids:
+        assert not OFFENSIVE_GLOSS.search(lexicon.concept(concept).gloss), concept
+        assert concept not in listed and not listed & set(lexicon.ancestors(concept)), concept
+    for gone in ("08873622-n", "09333512-n", "09636339-n", "09638009-n", "09815188-n", "10702781-n"):
+        assert gone not in lexicon.concepts  # London, Lake Tanganyika, Black, a slur, an insult, terrorist
+    for kept in ("03329302-n", "03397947-n", "10560637-n", "10287213-n"):
+        assert kept in lexicon.concepts  # Ferris wheel, Frisbee, scientist, man
+
+
 def test_names_are_in_their_script(lexicon: ConceptLexicon) -> None:
     from training.concepts.names import in_script
 

