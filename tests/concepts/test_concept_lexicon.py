@@ -35,7 +35,7 @@ def test_shipped_lexicon_counts_and_names(lexicon: ConceptLexicon) -> None:
     assert lexicon.name(DOG, "ja") == "犬"
     assert lexicon.names(DOG, "en")[:2] == ["dog", "domestic dog"]
     assert lexicon.english("01514668-n") == "rooster"  # a class's everyday name, not WordNet's "cock"
-    assert lexicon.english("02123159-n") == "tiger cat"  # ... unless it is a description ("a cat having a striped coat")
+    assert lexicon.english("02123159-n") == "tiger cat"  # not the description "a cat having a striped coat"
     assert lexicon.name("02778669-n", "fr") == "balle"  # the toy, not the dance ("bal")
     assert DOG in lexicon.find("chien", "fr")
     assert DOG in lexicon.find("Dog", "en")
