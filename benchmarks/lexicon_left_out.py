@@ -21,6 +21,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from report_files import write_report
+
 from indexer.asset_paths import SHIPPED_CONCEPTS
 from indexer.concepts import ConceptLexicon
 from indexer.images import load_image
@@ -48,7 +50,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     models = load_models(settings)
     concepts = load_tagger(models, settings).concepts
     assert concepts is not None
-    shipped = set(ConceptLexicon.load(SHIPPED_CONCEPTS).ids)
+    shipped_lexicon = ConceptLexicon.load(SHIPPED_CONCEPTS)
+    shipped = set(shipped_lexicon.ids)
     never = never_tagged(read_english(args.wordnet))
     out: dict[str, Any] = {}
     for name, photos in photo_sets(args.m30k, args.samples).items():
@@ -84,8 +87,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         }
     return {
         "command": "PYTHONPATH=. .venv/bin/python benchmarks/lexicon_left_out.py " + " ".join(sys.argv[1:]),
-        "before": ConceptLexicon.load(args.before).digest[:16],
-        "shipped": ConceptLexicon.load(SHIPPED_CONCEPTS).digest[:16],
+        "before": concepts.lexicon.digest[:16],
+        "shipped": shipped_lexicon.digest[:16],
         "langs": list(LANGS),
         "k": K,
         "seconds": round(time.perf_counter() - started, 1),
@@ -124,10 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/lexicon_left_out"))
     args = parser.parse_args(argv)
     result = measure(args)
-    args.out.with_suffix(".json").write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    text = markdown(result)
-    args.out.with_suffix(".md").write_text(text, encoding="utf-8")
-    print(text)
+    write_report(args.out, result, markdown(result))
     return 0
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from report_files import write_report
 
 from indexer.images import load_image
 from indexer.query import load_models
@@ -193,10 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/tags_by_concept"))
     args = parser.parse_args(argv)
     result = measure(args)
-    args.out.with_suffix(".json").write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    text = markdown(result)
-    args.out.with_suffix(".md").write_text(text, encoding="utf-8")
-    print(text)
+    write_report(args.out, result, markdown(result))
     return 0
 
 
