@@ -656,8 +656,9 @@ function showStack(id, stack) {
     try {
       const answer = await api(`/v1/duplicates/keep/${id}`, { method: kept ? "DELETE" : "PUT" });
       showStack(id, { ...stack, kept: answer.kept ? id : null });
-      setStatus(t(answer.kept ? "status.kept" : "status.unkept", { id }));
-      load();  // the stack's cover may change
+      await load();  // the stack's cover may change
+      // Said after the reload, whose photo count would replace it (an error it met stays shown).
+      if (!$("status").classList.contains("error")) setStatus(t(answer.kept ? "status.kept" : "status.unkept", { id }));
     } catch (error) {
       setStatus(error.message, true);
     }
