@@ -9,6 +9,7 @@ import pytest
 from app.accept_language import accepted_languages, preferred_language
 from app.language_names import language_names
 from indexer.asset_paths import SHIPPED_CONCEPTS, SHIPPED_TAGS
+from indexer.encoders.languages import XLMR_100
 
 
 @pytest.mark.parametrize(
@@ -36,10 +37,10 @@ def test_preferred_language_falls_back_by_region_then_to_english() -> None:
 
 
 def test_the_page_names_every_language_it_tags_in() -> None:
-    """The web page's language selector shows a language's name, not its code, for every language the shipped
-    concept lexicon or a shipped tag vocabulary tags in."""
+    """``GET /languages`` gives a language's name, not its code, for every language the shipped concept lexicon or
+    a shipped tag vocabulary tags in, and every language the student's e5 (XLM-R's 100) reads queries in."""
     langs = set(json.loads((SHIPPED_CONCEPTS / "manifest.json").read_text(encoding="utf-8"))["languages"])
-    langs |= {path.stem for path in SHIPPED_TAGS.glob("*.tsv")}
+    langs |= {path.stem for path in SHIPPED_TAGS.glob("*.tsv")} | XLMR_100
     assert {"kk", "mn", "br", "fy", "ta", "bs"} <= langs
     unnamed = [code for code, name in language_names(langs).items() if name == code]
     assert not unnamed
